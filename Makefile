@@ -1,0 +1,34 @@
+# The two commands of the README:  make book  (run every chapter, build the site)  and  make test.
+# Both set up .venv on first use. torch is pinned here, not in pyproject.toml (Colab brings its own).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN     = $(VENV)/bin
+TORCH   = torch==2.14.1 torchvision==0.29.1
+
+.PHONY: setup book notebooks html test lint clean
+
+setup: $(VENV)/.installed
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
+	touch $@
+
+notebooks: setup          ## execute every chapter with papermill, in place, in its default profile
+	$(BIN)/python -m dml_tutorial run all
+
+html: setup               ## build the static site from the notebooks' stored outputs
+	$(BIN)/jupyter-book build . --quiet
+
+book: notebooks html      ## the main job
+
+test: setup               ## unit tests, nbval over the notebooks, the book build
+	$(BIN)/python -m pytest -n 2 --dist loadfile
+
+lint: setup
+	$(BIN)/ruff check dml_tutorial tests benchmarks
+
+clean:
+	rm -rf _build .pytest_cache

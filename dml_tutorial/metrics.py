@@ -1,0 +1,121 @@
+"""Retrieval and clustering metrics (Recall@K, NMI/NMI+, pairwise F1, MAP@R, linear probe).
+
+All take ``[N, d]`` embeddings and ``[N]`` integer labels, as torch tensors or numpy arrays, and use the Euclidean
+distance on the embeddings *as given* (normalise them first if the method works on the sphere). Nearest neighbours
+are found chunk by chunk, so that N x N distances are never held in memory at once (60,000 x 128 embeddings need
+``chunk`` x N floats at a time). Values are fractions in [0, 1].
+"""
+
+import numpy as np
+import torch
+from sklearn.cluster import KMeans
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import normalized_mutual_info_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from ._checks import check_embeddings
+from .distances import pairwise_sq_distances
+
+
+def nearest_neighbours(embeddings: torch.Tensor, k: int, chunk: int = 1024) -> torch.Tensor:
+    """Indices ``[N, k]`` of each sample's k nearest *other* samples (leave-one-out), nearest first."""
+    n = len(embeddings)
+    if not 1 <= k < n:
+        raise ValueError(f"k must be between 1 and N-1 = {n - 1}, got {k}")
+    out = []
+    for start in range(0, n, chunk):
+        d2 = pairwise_sq_distances(embeddings[start : start + chunk], embeddings)
+        rows = torch.arange(len(d2), device=d2.device)
+        d2[rows, rows + start] = float("inf")  # the query is never its own neighbour
+        out.append(d2.topk(k, dim=1, largest=False).indices)
+    return torch.cat(out)
+
+
+def recall_at_k(embeddings, labels, ks=(1, 2, 4, 8), chunk: int = 1024) -> dict[int, float]:
+    """Recall@K of retrieval papers: the fraction of queries with at least one same-class sample among their K
+    nearest neighbours (the query itself excluded). Used by every chapter (e.g. ECAML Tables 4-5, EPS Table 2)."""
+    z, y = check_embeddings(embeddings, labels, min_samples=2)
+    ks = sorted({int(k) for k in ks})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"ks must be positive integers, got {ks}")
+    nn_idx = nearest_neighbours(z, min(ks[-1], len(z) - 1), chunk)
+    hit = (y[nn_idx] == y[:, None]).cumsum(1) > 0
+    return {k: hit[:, min(k, hit.shape[1]) - 1].float().mean().item() for k in ks}
+
+
+def _kmeans(z: torch.Tensor, n_clusters: int, seed: int) -> np.ndarray:
+    return KMeans(n_clusters=n_clusters, n_init=1, random_state=seed).fit_predict(z.detach().cpu().double().numpy())
+
+
+def _n_clusters(y: torch.Tensor, n_clusters: int | None) -> int:
+    k = len(torch.unique(y)) if n_clusters is None else int(n_clusters)
+    if not 1 <= k <= len(y):
+        raise ValueError(f"n_clusters must be between 1 and the number of samples {len(y)}, got {k}")
+    return k
+
+
+def nmi(embeddings, labels, n_clusters: int | None = None, seed: int = 0) -> float:
+    """Normalised mutual information between k-means clusters of the embeddings and the labels.
+
+    ``n_clusters`` defaults to the number of distinct labels; a larger value gives the NMI+ of the EPS paper
+    (section 5.2), which does not punish a class that is spread over several modes."""
+    z, y = check_embeddings(embeddings, labels, min_samples=2)
+    pred = _kmeans(z, _n_clusters(y, n_clusters), seed)
+    return float(normalized_mutual_info_score(y.cpu().numpy(), pred))
+
+
+def pairwise_f1(pred: np.ndarray, truth: np.ndarray) -> float:
+    """Pairwise F1 of a clustering (Oh Song et al. 2017): precision and recall over sample pairs that share a
+    cluster / a class, counted from the contingency table (no N x N matrix)."""
+    _, pred = np.unique(pred, return_inverse=True)
+    _, truth = np.unique(truth, return_inverse=True)
+    table = np.zeros((pred.max() + 1, truth.max() + 1), dtype=np.int64)
+    np.add.at(table, (pred, truth), 1)
+    pairs = lambda n: (n * (n - 1) // 2).sum()
+    tp, same_cluster, same_class = pairs(table), pairs(table.sum(1)), pairs(table.sum(0))
+    if tp == 0:
+        return 0.0
+    precision, recall = tp / same_cluster, tp / same_class
+    return float(2 * precision * recall / (precision + recall))
+
+
+def f1_clustering(embeddings, labels, n_clusters: int | None = None, seed: int = 0) -> float:
+    """Pairwise clustering F1 of k-means clusters (Oh Song et al.; ECAML Tables 4-5)."""
+    z, y = check_embeddings(embeddings, labels, min_samples=2)
+    return pairwise_f1(_kmeans(z, _n_clusters(y, n_clusters), seed), y.cpu().numpy())
+
+
+def map_at_r(embeddings, labels, chunk: int = 1024) -> float:
+    """MAP@R of Musgrave et al. (2020): for a query with R other samples of its class, the mean over its R nearest
+    neighbours of precision@i at the ranks i that are hits. Queries alone in their class (R = 0) are skipped."""
+    z, y = check_embeddings(embeddings, labels, min_samples=2)
+    _, inverse, counts = torch.unique(y, return_inverse=True, return_counts=True)
+    r = counts[inverse] - 1
+    if r.max() == 0:
+        raise ValueError("MAP@R needs at least one class with two or more samples")
+    hits = (y[nearest_neighbours(z, int(r.max()), chunk)] == y[:, None]).double()
+    ranks = torch.arange(1, hits.shape[1] + 1, device=hits.device, dtype=torch.double)
+    within_r = ranks[None, :] <= r[:, None]
+    precision = hits.cumsum(1) / ranks
+    ap = (precision * hits * within_r).sum(1) / r.clamp_min(1)
+    return ap[r > 0].mean().item()
+
+
+def linear_probe_accuracy(train_embeddings, train_labels, test_embeddings, test_labels, seed: int = 0) -> float:
+    """Accuracy on the test set of a logistic regression fitted on standardised train embeddings: the DCDL
+    paper's evaluation of an embedding under label noise (train labels may be noisy, test labels clean)."""
+    zt, yt = check_embeddings(train_embeddings, train_labels, min_samples=2)
+    ze, ye = check_embeddings(test_embeddings, test_labels)
+    if zt.shape[1] != ze.shape[1]:
+        raise ValueError(f"train and test embeddings differ in dimension: {zt.shape[1]} vs {ze.shape[1]}")
+    clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
+    clf.fit(zt.detach().cpu().numpy(), yt.cpu().numpy())
+    return float(clf.score(ze.detach().cpu().numpy(), ye.cpu().numpy()))
+
+
+def evaluate(embeddings, labels, ks=(1, 2, 4, 8), seed: int = 0) -> dict[str, float]:
+    """Recall@K and NMI in one dictionary (keys ``R@1``, ..., ``NMI``): the default report of a chapter."""
+    out = {f"R@{k}": v for k, v in recall_at_k(embeddings, labels, ks).items()}
+    out["NMI"] = nmi(embeddings, labels, seed=seed)
+    return out

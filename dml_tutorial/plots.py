@@ -1,0 +1,107 @@
+"""Figures shared by the chapters: embeddings with t-SNE and UMAP side by side, training curves, result tables.
+
+One palette for the whole book (``PALETTE``, colour-blind safe) so that class 3 has the same colour everywhere.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+
+from ._checks import check_embeddings
+
+PALETTE = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
+MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*")
+
+
+def project_2d(embeddings, method: str = "t-SNE", seed: int = 0) -> np.ndarray:
+    """2-D projection with scikit-learn's t-SNE (perplexity 30, PCA init) or umap-learn's UMAP (15 neighbours)."""
+    z = check_embeddings(embeddings).detach().cpu().double().numpy()
+    if z.shape[1] == 2:
+        return z
+    if method == "t-SNE":
+        from sklearn.manifold import TSNE
+
+        return TSNE(2, perplexity=min(30, len(z) - 1), init="pca", random_state=seed).fit_transform(z)
+    if method == "UMAP":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # umap warns that random_state disables parallelism
+            import umap
+
+            return umap.UMAP(n_neighbors=15, random_state=seed).fit_transform(z)
+    raise ValueError(f"unknown projection {method!r}; use 't-SNE' or 'UMAP'")
+
+
+def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
+    """Points coloured by ``labels`` (palette order) with a marker per entry of ``groups`` (e.g. even/odd)."""
+    labels = np.asarray(labels)
+    groups = np.zeros(len(labels), int) if groups is None else np.asarray(groups)
+    for i, c in enumerate(np.unique(labels)):
+        for g_i, g in enumerate(np.unique(groups)):
+            m = (labels == c) & (groups == g)
+            if m.any():
+                name = names[c] if names is not None else str(c)
+                ax.scatter(xy[m, 0], xy[m, 1], s=s, color=PALETTE[i % len(PALETTE)], marker=MARKERS[g_i % 8],
+                           label=name if g_i == 0 else None, alpha=0.8, linewidths=0)
+    ax.set(title=title, xlabel="component 1", ylabel="component 2", xticks=[], yticks=[])
+
+
+def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
+                    seed: int = 0, axes=None, max_points: int = 2000):
+    """t-SNE and UMAP of the same embedding, side by side, coloured by class. Returns the figure.
+
+    At most ``max_points`` points are shown (a fixed random subset), which keeps t-SNE fast on full-size test sets."""
+    embeddings, labels = check_embeddings(embeddings, labels)
+    labels = labels.cpu().numpy()
+    if len(labels) > max_points:
+        keep = np.sort(np.random.default_rng(seed).choice(len(labels), max_points, replace=False))
+        embeddings, labels = embeddings[keep], labels[keep]
+        groups = None if groups is None else np.asarray(groups)[keep]
+    if axes is None:
+        _fig, axes = plt.subplots(1, len(methods), figsize=(5 * len(methods), 4.4), constrained_layout=True)
+    axes = np.atleast_1d(axes)
+    for ax, method in zip(axes, methods):
+        scatter(ax, project_2d(embeddings, method, seed), labels, groups, names, f"{title} — {method}".strip(" —"))
+    axes[-1].legend(title="class", loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2, frameon=False)
+    return axes[0].figure
+
+
+def training_curves(histories: dict, keys=("loss",), title: str = ""):
+    """One panel per key of the histories (``{name: History}``), epochs on the x axis."""
+    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.6), constrained_layout=True, squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        for i, (name, h) in enumerate(histories.items()):
+            pts = [(r["epoch"], r[key]) for r in h.records if r.get(key) is not None]
+            if pts:
+                ax.plot(*zip(*pts), marker=".", color=PALETTE[i % len(PALETTE)], label=name)
+        ax.set(xlabel="epoch", ylabel=key, title=f"{title} {key}".strip())
+        ax.legend(frameon=False)
+    return fig
+
+
+def mean_std(values, digits: int = 1, scale: float = 100.0) -> str:
+    """``"mean ± std"`` of a list of fractions, as percentages by default (std over seeds, ddof=1)."""
+    v = np.asarray(values, dtype=float) * scale
+    if len(v) == 1:
+        return f"{v[0]:.{digits}f}"
+    return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
+
+
+def results_table(measured: dict, paper: dict | None = None, digits: int = 1) -> pd.DataFrame:
+    """A table with a "measured" column per metric (``{row: {metric: [values over seeds]}}``, shown as mean ± std
+    in %) and, when given, the "paper reported" numbers beside them (``{row: {metric: number}}``, as quoted)."""
+    rows = {}
+    for name, metrics in measured.items():
+        row = {}
+        for metric, values in metrics.items():
+            if paper and metric in paper.get(name, {}):
+                row[(metric, "paper")] = paper[name][metric]
+            row[(metric, "measured")] = mean_std(np.atleast_1d(values), digits)
+        rows[name] = row
+    table = pd.DataFrame.from_dict(rows, orient="index")
+    table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
+    return table

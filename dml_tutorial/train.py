@@ -1,0 +1,197 @@
+"""One training loop for every chapter: seed, device, batches, loss, progress bar, history, checkpoint/resume.
+
+    history = fit(model, lambda z, y: triplet_loss(z, y), splits.train, epochs=20,
+                  sampler=PKSampler(splits.train.labels, p=6, k=16, seed=0), seed=0,
+                  evaluate=lambda m: evaluate(embed(m, splits.test), splits.test.labels),
+                  checkpoint="runs/foundations.pt")
+
+A checkpoint is written after every epoch (atomically: a half-written file never replaces a good one) with the
+model, optimiser, scheduler, history and all random-number states. Calling ``fit`` again with the same checkpoint
+path resumes after the last finished epoch, and on CPU ends with exactly the weights of an uninterrupted run
+(tests/test_train.py kills a run and checks this).
+"""
+
+from __future__ import annotations
+
+import inspect
+import os
+import random
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from .data import ArrayDataset
+
+
+def resolve_device(device: str | torch.device = "auto") -> torch.device:
+    """``"auto"``: CUDA when available, else CPU. Anything else is passed to ``torch.device``."""
+    if str(device) == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    try:
+        dev = torch.device(device)
+    except RuntimeError as err:
+        raise ValueError(f"unknown device {device!r}; use 'auto', 'cpu' or 'cuda'") from err
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError("device 'cuda' was asked for but no CUDA GPU is available; use DEVICE='auto' or 'cpu'")
+    return dev
+
+
+def seed_everything(seed: int, threads: int | None = None):
+    """Seed Python, NumPy and torch (CPU and CUDA); optionally fix torch's CPU thread count, which also fixes the
+    order of floating-point reductions (so CPU results repeat exactly on a machine)."""
+    random.seed(seed)
+    np.random.seed(seed % 2**32)
+    torch.manual_seed(seed)
+    if threads:
+        torch.set_num_threads(threads)
+
+
+@dataclass
+class History:
+    """Per-epoch records: ``epoch``, ``loss`` (mean over batches), ``seconds`` and the evaluation metrics."""
+
+    records: list = field(default_factory=list)
+
+    def __getitem__(self, key):
+        return [r.get(key) for r in self.records]
+
+    def __len__(self):
+        return len(self.records)
+
+    @property
+    def last(self) -> dict:
+        return self.records[-1] if self.records else {}
+
+
+def _rng_state():
+    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+
+
+def _set_rng_state(s):
+    random.setstate(s["python"])
+    np.random.set_state(s["numpy"])
+    torch.set_rng_state(s["torch"])
+    if s["cuda"] is not None and torch.cuda.is_available():
+        torch.cuda.set_rng_state_all(s["cuda"])
+
+
+def save_checkpoint(path, **state):
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    torch.save(state, tmp)
+    os.replace(tmp, path)
+
+
+def _batches(data, sampler, device, num_workers):
+    if isinstance(data, ArrayDataset):
+        for idx in sampler:
+            yield data.batch(idx).to(device, non_blocking=True), torch.as_tensor(data.labels[idx], device=device), idx
+        return
+    loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, num_workers=num_workers,
+                                         pin_memory=device.type == "cuda")
+    start = 0
+    for x, y in loader:
+        yield x.to(device, non_blocking=True), y.to(device), list(range(start, start + len(y)))
+        start += len(y)
+
+
+def _loss_arity(loss_fn) -> int:
+    try:
+        params = inspect.signature(loss_fn).parameters.values()
+    except (TypeError, ValueError):
+        return 2
+    if any(p.kind == p.VAR_POSITIONAL for p in params):
+        return 3
+    return len([p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
+
+
+def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimizer=None, lr: float = 1e-3,
+        scheduler=None, device="auto", seed: int = 0, evaluate=None, eval_every: int = 1, augment=None,
+        checkpoint: str | Path | None = None, resume: bool = True, progress: bool = True, num_workers: int = 0,
+        description: str = "training") -> History:
+    """Train ``model`` for ``epochs`` epochs and return its :class:`History`.
+
+    - ``loss_fn(z, y)`` or ``loss_fn(z, y, batch)``, where ``batch`` has ``x`` (the input), ``indices`` and
+      ``model``, for losses that need more than the embeddings (reconstruction, EC on the embedding layer).
+    - ``sampler``: a batch sampler (e.g. :class:`~dml_tutorial.sampling.PKSampler`); its ``set_epoch`` is called.
+    - ``optimizer``: default Adam(lr); ``scheduler``: stepped once per epoch.
+    - ``evaluate(model) -> dict``: called in eval mode every ``eval_every`` epochs and after the last; its
+      numbers join the history. ``augment(x) -> x`` transforms each batch on the device.
+    """
+    if epochs < 0:
+        raise ValueError(f"epochs must be non-negative, got {epochs}")
+    dev = resolve_device(device)
+    seed_everything(seed)
+    model.to(dev)
+    optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
+    history, start = History(), 0
+    ckpt = Path(checkpoint) if checkpoint else None
+    if ckpt and resume and ckpt.exists():
+        state = torch.load(ckpt, map_location=dev, weights_only=False)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None and state.get("scheduler"):
+            scheduler.load_state_dict(state["scheduler"])
+        history, start = History(state["history"]), state["epoch"]
+        _set_rng_state(state["rng"])
+    arity = _loss_arity(loss_fn)
+    bar = tqdm(range(start, epochs), desc=description, initial=start, total=epochs, disable=not progress,
+               file=sys.stderr, mininterval=1.0, dynamic_ncols=True)
+    for epoch in bar:
+        model.train()
+        if hasattr(sampler, "set_epoch"):
+            sampler.set_epoch(epoch)
+        t0, losses = time.perf_counter(), []
+        for x, y, idx in _batches(data, sampler, dev, num_workers):
+            if augment is not None:
+                x = augment(x)
+            z = model(x)
+            loss = loss_fn(z, y) if arity < 3 else loss_fn(z, y, SimpleNamespace(x=x, indices=idx, model=model))
+            if not torch.isfinite(loss):
+                raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate "
+                                         "or check the loss's inputs")
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            losses.append(loss.item())
+        if scheduler is not None:
+            scheduler.step()
+        record = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"),
+                  "seconds": time.perf_counter() - t0}
+        if evaluate is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
+            model.eval()
+            with torch.no_grad():
+                record.update(evaluate(model))
+        history.records.append(record)
+        bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
+        if ckpt:
+            save_checkpoint(ckpt, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                            scheduler=scheduler.state_dict() if scheduler is not None else None,
+                            history=history.records, epoch=epoch + 1, rng=_rng_state())
+    model.eval()
+    return history
+
+
+@torch.no_grad()
+def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, normalize: bool | None = None):
+    """Embeddings ``[N, d]`` (CPU tensor) of a dataset, in order, in eval mode."""
+    dev = next(model.parameters()).device if device is None else resolve_device(device)
+    was_training = model.training
+    model.eval()
+    out = []
+    if isinstance(data, ArrayDataset):
+        for s in range(0, len(data), batch_size):
+            out.append(model(data.batch(np.arange(s, min(s + batch_size, len(data)))).to(dev), normalize=normalize))
+    else:
+        for x, _ in torch.utils.data.DataLoader(data, batch_size=batch_size):
+            out.append(model(x.to(dev), normalize=normalize))
+    model.train(was_training)
+    return torch.cat(out).cpu()

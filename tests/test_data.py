@@ -1,0 +1,142 @@
+"""Datasets: the offline ones for real, the on-disk layouts on tiny fixture folders made here."""
+
+import numpy as np
+import pytest
+import torch
+from PIL import Image
+
+from dml_tutorial import data
+
+
+def test_digits_class_disjoint_split():
+    s = data.load_dataset("digits", split="classes", seen=range(6))
+    assert set(s.train.labels) == set(range(6)) and set(s.test.labels) == set(range(6, 10))
+    assert len(s.train) + len(s.test) == 1797
+    x = s.train.batch([0, 1])
+    assert x.shape == (2, 1, 8, 8) and 0 <= x.min() and x.max() <= 1
+    assert "sklearn" in s.source
+
+
+def test_digits_sample_split_is_stratified_and_disjoint():
+    s = data.load_dataset("digits", split="samples", seed=0)
+    assert set(s.train.labels) == set(s.test.labels) == set(range(10))
+    flat = lambda d: {tuple(v) for v in d.x.flatten(1).numpy().round(4)}
+    assert len(s.train) == 1257 and len(s.test) == 540
+    assert len(flat(s.train) & flat(s.test)) < 5  # digits holds a few exact duplicate images
+
+
+def test_mnist1d_is_generated_offline_and_reproducible():
+    a = data.load_dataset("mnist1d", num_samples=600)
+    b = data.load_dataset("mnist1d", num_samples=600)
+    assert a.train.x.shape[1:] == (1, 40) and torch.equal(a.train.x, b.train.x)
+    assert "generated" in a.source
+
+
+def test_subclusters_have_modes():
+    s = data.load_dataset("subclusters", num_classes=3, modes_per_class=4, samples_per_mode=20)
+    modes, labels = s.train.extras["modes"], s.train.labels
+    assert np.array_equal(modes % 3, labels)
+    assert len(np.unique(np.concatenate([modes, s.test.extras["modes"]]))) == 12
+
+
+def test_with_labels_keeps_the_clean_ones():
+    s = data.load_dataset("digits")
+    noisy = s.train.with_labels(np.zeros(len(s.train), int))
+    assert np.array_equal(noisy.extras["clean"], s.train.labels) and (noisy.labels == 0).all()
+
+
+def test_unknown_dataset_and_split():
+    with pytest.raises(ValueError, match="unknown dataset 'imagenet'"):
+        data.load_dataset("imagenet")
+    with pytest.raises(ValueError, match="unknown split"):
+        data.load_dataset("digits", split="random")
+
+
+def _png(path, value=0):
+    path.parent.mkdir(parents=True, exist_ok=True)
+    Image.fromarray(np.full((6, 5, 3), value, np.uint8)).save(path)
+
+
+def test_cub200_layout(tmp_path):
+    base = tmp_path / "CUB_200_2011"
+    lines, classes = [], []
+    for i, c in enumerate([1, 2, 100, 101, 150, 200], 1):
+        rel = f"{c:03d}.bird/img_{i}.jpg"
+        _png(base / "images" / rel)
+        lines.append(f"{i} {rel}")
+        classes.append(f"{i} {c}")
+    (base / "images.txt").write_text("\n".join(lines) + "\n")
+    (base / "image_class_labels.txt").write_text("\n".join(classes) + "\n")
+    s = data.load_dataset("cub200", root=tmp_path)
+    assert list(s.train.labels) == [1, 2, 100] and list(s.test.labels) == [101, 150, 200]
+    img, label = s.test[0]
+    assert img.size == (5, 6) and label == 101
+
+
+def test_cars196_layout(tmp_path):
+    from scipy.io import savemat
+
+    base = tmp_path / "cars196"
+    rows = []
+    for i, c in enumerate([1, 98, 99, 196]):
+        _png(base / "car_ims" / f"{i:06d}.jpg")
+        rows.append((f"car_ims/{i:06d}.jpg", 0, 0, 5, 6, c, 0))
+    dtype = [("relative_im_path", "O"), ("bbox_x1", "O"), ("bbox_y1", "O"), ("bbox_x2", "O"), ("bbox_y2", "O"),
+             ("class", "O"), ("test", "O")]
+    savemat(base / "cars_annos.mat", {"annotations": np.array(rows, dtype=dtype)[None, :]})
+    s = data.load_dataset("cars196", root=tmp_path)
+    assert list(s.train.labels) == [1, 98] and list(s.test.labels) == [99, 196]
+    assert s.train[1][1] == 98
+
+
+def test_sop_layout(tmp_path):
+    base = tmp_path / "Stanford_Online_Products"
+    header = "image_id class_id super_class_id path\n"
+    for part, rows in (("train", [(1, 1, 1), (2, 1, 1), (3, 2, 1)]), ("test", [(4, 11319, 2), (5, 11320, 2)])):
+        lines = []
+        for img_id, cls, sup in rows:
+            rel = f"bicycle_final/{img_id}.JPG"
+            _png(base / rel)
+            lines.append(f"{img_id} {cls} {sup} {rel}")
+        (base / f"Ebay_{part}.txt").write_text(header + "\n".join(lines) + "\n")
+    s = data.load_dataset("sop", root=tmp_path)
+    assert list(s.train.labels) == [1, 1, 2] and list(s.test.labels) == [11319, 11320]
+
+
+def test_omniglot_alphabet_labels_from_the_torchvision_layout(tmp_path):
+    for folder, alphabets in (("images_background", ["Greek", "Latin"]), ("images_evaluation", ["Tengwar"])):
+        for a in alphabets:
+            for ch in ("character01", "character02"):
+                _png(tmp_path / "omniglot-py" / folder / a / ch / f"{a}_{ch}.png")
+    s = data.load_dataset("omniglot", root=tmp_path, download=False)
+    assert list(s.train.labels) == [0, 0, 1, 1] and list(s.test.labels) == [2, 2]
+    assert s.class_names == ["Greek", "Latin", "Tengwar"]
+
+
+@pytest.mark.parametrize("name,folder", [("cub200", "CUB_200_2011"), ("cars196", "cars196"),
+                                         ("sop", "Stanford_Online_Products")])
+def test_missing_on_disk_dataset_names_path_and_how(tmp_path, name, folder):
+    with pytest.raises(FileNotFoundError, match=f"dataset '{name}' not found under .*{folder}.*") as err:
+        data.load_dataset(name, root=tmp_path)
+    assert "download" in str(err.value) or "get" in str(err.value)
+
+
+def test_missing_torchvision_dataset_without_download(tmp_path):
+    with pytest.raises(FileNotFoundError, match="dataset 'mnist' not found"):
+        data.load_dataset("mnist", root=tmp_path, download=False)
+
+
+def test_cifar100_coarse_labels_are_read_from_the_pickle(tmp_path):
+    import pickle
+
+    d = tmp_path / "cifar-100-python"
+    d.mkdir()
+    with open(d / "train", "wb") as fh:
+        pickle.dump({"coarse_labels": [3, 19, 0], "fine_labels": [10, 99, 4]}, fh)
+    assert list(data.cifar100_coarse_labels(tmp_path, train=True)) == [3, 19, 0]
+
+
+def test_stl_resize_keeps_range():
+    x = torch.randint(0, 256, (2, 3, 96, 96), dtype=torch.uint8)
+    y = data.resize_uint8(x, 32)
+    assert y.shape == (2, 3, 32, 32) and y.dtype == torch.uint8

@@ -1,0 +1,117 @@
+"""Losses against naive loops written here and against pytorch-metric-learning; degenerate batches."""
+
+import itertools
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dml_tutorial import losses
+
+
+def _batch(seed=0, n=20, classes=4, d=8, dtype=torch.float32):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=torch.float64), dim=1).to(dtype)
+    return z, torch.randint(0, classes, (n,), generator=g)
+
+
+def _triplet_loop(z, y, margin, squared):
+    vals = []
+    for a, p, n in itertools.permutations(range(len(y)), 3):
+        if y[a] == y[p] and y[a] != y[n]:
+            dap, dan = torch.dist(z[a], z[p]), torch.dist(z[a], z[n])
+            if squared:
+                dap, dan = dap**2, dan**2
+            vals.append(max(0.0, (dap - dan + margin).item()))
+    return sum(vals) / len(vals)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("squared,margin", [(False, 0.2), (True, 0.5), (False, 0.1)])
+def test_triplet_all_triplets_matches_a_loop(dtype, squared, margin):
+    z, y = _batch(dtype=dtype)
+    got = losses.triplet_loss(z, y, margin=margin, squared=squared, negatives="all")
+    assert got.item() == pytest.approx(_triplet_loop(z, y, margin, squared), rel=1e-5)
+
+
+def test_triplet_matches_pytorch_metric_learning():
+    from pytorch_metric_learning.losses import TripletMarginLoss
+    from pytorch_metric_learning.reducers import MeanReducer
+
+    z, y = _batch(3, n=32)
+    # PML's default reducer averages only the non-zero triplets; MeanReducer averages all, as we do.
+    ref = TripletMarginLoss(margin=0.2, reducer=MeanReducer())(z, y)
+    assert losses.triplet_loss(z, y, margin=0.2, negatives="all").item() == pytest.approx(ref.item(), rel=1e-5)
+
+
+def _contrastive_loop(z, y, alpha, beta):
+    vals = []
+    for i, j in itertools.combinations(range(len(y)), 2):
+        t = 1 if y[i] == y[j] else -1
+        vals.append(max(0.0, ((torch.dist(z[i], z[j]) - beta) * t + alpha).item()))
+    return sum(vals) / len(vals)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_contrastive_marginal_loss_matches_a_loop(seed):
+    z, y = _batch(seed)
+    assert losses.contrastive_loss(z, y).item() == pytest.approx(_contrastive_loop(z, y, 0.2, 1.4), rel=1e-5)
+
+
+def test_contrastive_matches_pytorch_metric_learning_contrastive_loss():
+    from pytorch_metric_learning.losses import ContrastiveLoss
+    from pytorch_metric_learning.reducers import SumReducer
+
+    z, y = _batch(5)
+    n = len(y)
+    # [(d - beta) t + alpha]_+ is PML's ContrastiveLoss with pos_margin = beta - alpha, neg_margin = beta + alpha.
+    # PML sums over *ordered* pairs (each pair twice) and, by default, averages positive and negative pairs
+    # separately; we average over the n(n-1)/2 unordered pairs, so compare sums.
+    ref = ContrastiveLoss(pos_margin=1.2, neg_margin=1.6, reducer=SumReducer())(z, y)
+    assert losses.contrastive_loss(z, y).item() == pytest.approx(ref.item() / (n * (n - 1)), rel=1e-5)
+
+
+@pytest.mark.parametrize("negatives", ["all", "random", "semihard-random", "semihard-fixed", "hard", "distance"])
+@pytest.mark.parametrize("positives", ["all", "easy"])
+@pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
+def test_degenerate_batches_give_finite_values_and_gradients(negatives, positives, case):
+    z, y = _batch(0, n=8)
+    if case == "one class":
+        y = torch.zeros(8, dtype=torch.long)
+    elif case == "singletons":
+        y = torch.arange(8)
+    elif case == "duplicates":
+        z = torch.cat([z[:4], z[:4]])
+    else:
+        z, y = z[:1], y[:1]
+    z = z.clone().requires_grad_(True)
+    loss = losses.triplet_loss(z, y, negatives=negatives, positives=positives)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(z.grad).all()
+    if case in ("one class", "singletons", "one sample"):
+        assert loss.item() == 0.0
+
+
+def test_contrastive_degenerate():
+    z = torch.zeros(4, 3, requires_grad=True)
+    loss = losses.contrastive_loss(z, torch.tensor([0, 0, 1, 1]))
+    loss.backward()
+    assert torch.isfinite(z.grad).all()
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.integers(0, 10_000), st.integers(2, 12))
+def test_triplet_all_is_permutation_invariant_and_non_negative(seed, n):
+    z, y = _batch(seed, n=n, classes=3)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed))
+    a = losses.triplet_loss(z, y, negatives="all")
+    b = losses.triplet_loss(z[perm], y[perm], negatives="all")
+    assert a.item() == pytest.approx(b.item(), abs=1e-6) and a.item() >= 0
+
+
+def test_bad_inputs():
+    with pytest.raises(ValueError, match="differ in length"):
+        losses.triplet_loss(torch.randn(4, 2), torch.zeros(3))
+    with pytest.raises(ValueError, match="NaN"):
+        losses.contrastive_loss(torch.full((4, 2), float("nan")), torch.zeros(4))

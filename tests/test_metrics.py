@@ -1,0 +1,128 @@
+"""Metrics against brute-force loops written here, and against scikit-learn / pytorch-metric-learning."""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from sklearn.cluster import KMeans
+from sklearn.metrics import normalized_mutual_info_score
+
+from dml_tutorial import metrics
+
+
+def _data(n=60, d=5, classes=4, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, classes, n)
+    x = rng.standard_normal((n, d)) + 1.5 * np.eye(classes, d)[y]
+    return torch.tensor(x, dtype=torch.float32), torch.tensor(y)
+
+
+def _neighbours_loop(x, i):
+    d = [(float(np.sum((x[i] - x[j]) ** 2)), j) for j in range(len(x)) if j != i]
+    return [j for _, j in sorted(d)]
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_recall_at_k_matches_a_loop(seed):
+    x, y = _data(seed=seed)
+    xn, yn = x.double().numpy(), y.numpy()
+    expected = {k: np.mean([any(yn[j] == yn[i] for j in _neighbours_loop(xn, i)[:k]) for i in range(len(yn))])
+                for k in (1, 2, 4, 8)}
+    got = metrics.recall_at_k(x, y)
+    assert got == pytest.approx(expected)
+
+
+def test_recall_is_chunk_independent_and_accepts_numpy():
+    x, y = _data(n=200)
+    assert metrics.recall_at_k(x, y, chunk=7) == metrics.recall_at_k(x.numpy(), y.numpy(), chunk=1000)
+
+
+def test_query_is_never_its_own_neighbour():
+    x = torch.tensor([[0.0], [0.0], [10.0]])
+    assert metrics.recall_at_k(x, torch.tensor([0, 1, 1]), ks=(1,))[1] == 0.0
+    idx = metrics.nearest_neighbours(torch.randn(50, 3), 5)
+    assert not (idx == torch.arange(50)[:, None]).any()
+
+
+def test_nmi_equals_sklearn_kmeans_plus_nmi():
+    x, y = _data(n=300)
+    pred = KMeans(4, n_init=1, random_state=3).fit_predict(x.double().numpy())
+    assert metrics.nmi(x, y, seed=3) == pytest.approx(normalized_mutual_info_score(y.numpy(), pred))
+    assert metrics.nmi(x, y, n_clusters=8) > 0  # NMI+
+
+
+def _f1_loop(pred, truth):
+    tp = fp = fn = 0
+    for i, j in itertools.combinations(range(len(pred)), 2):
+        same_c, same_y = pred[i] == pred[j], truth[i] == truth[j]
+        tp += same_c and same_y
+        fp += same_c and not same_y
+        fn += same_y and not same_c
+    p, r = tp / (tp + fp), tp / (tp + fn)
+    return 2 * p * r / (p + r)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_pairwise_f1_matches_a_pair_loop(seed):
+    rng = np.random.default_rng(seed)
+    pred, truth = rng.integers(0, 5, 80), rng.integers(0, 4, 80)
+    assert metrics.pairwise_f1(pred, truth) == pytest.approx(_f1_loop(pred, truth))
+    assert metrics.pairwise_f1(truth, truth) == pytest.approx(1.0)
+
+
+def _map_at_r_loop(x, y):
+    aps = []
+    for i in range(len(y)):
+        r = int((y == y[i]).sum()) - 1
+        if r == 0:
+            continue
+        nn = _neighbours_loop(x, i)[:r]
+        hits, total = 0, 0.0
+        for rank, j in enumerate(nn, 1):
+            if y[j] == y[i]:
+                hits += 1
+                total += hits / rank
+        aps.append(total / r)
+    return np.mean(aps)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_map_at_r_matches_a_loop(seed):
+    x, y = _data(n=50, seed=seed)
+    y[0] = 99  # a class with one sample: skipped
+    assert metrics.map_at_r(x, y) == pytest.approx(_map_at_r_loop(x.double().numpy(), y.numpy()))
+
+
+def test_map_at_r_matches_pytorch_metric_learning():
+    from pytorch_metric_learning.distances import LpDistance
+    from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
+    from pytorch_metric_learning.utils.inference import CustomKNN
+
+    x, y = _data(n=120, seed=4)
+    # PML: the same embeddings as queries and references, each query excluded from its own neighbours;
+    # Euclidean distance through CustomKNN (its default k-NN needs faiss).
+    calc = AccuracyCalculator(include=("mean_average_precision_at_r",), k="max_bin_count",
+                              knn_func=CustomKNN(LpDistance(normalize_embeddings=False)))
+    ref = calc.get_accuracy(x, y, x, y, ref_includes_query=True)["mean_average_precision_at_r"]
+    assert metrics.map_at_r(x, y) == pytest.approx(ref, abs=1e-6)
+
+
+def test_linear_probe_separates_separable_data():
+    x, y = _data(n=400, d=8)
+    x = x + 5 * torch.nn.functional.one_hot(y, 8).float()
+    assert metrics.linear_probe_accuracy(x[:300], y[:300], x[300:], y[300:]) > 0.95
+
+
+@pytest.mark.parametrize("call", [
+    lambda: metrics.recall_at_k(torch.randn(10), torch.zeros(10)),
+    lambda: metrics.recall_at_k(torch.randn(10, 2), torch.zeros(9)),
+    lambda: metrics.recall_at_k(torch.full((4, 2), float("nan")), torch.zeros(4)),
+    lambda: metrics.nmi(torch.randn(10, 2), torch.zeros(10), n_clusters=0),
+    lambda: metrics.map_at_r(torch.randn(4, 2), torch.arange(4)),
+    lambda: metrics.linear_probe_accuracy(torch.randn(9, 2), torch.arange(9) % 2, torch.randn(3, 3), torch.zeros(3)),
+    lambda: metrics.recall_at_k(torch.randn(10, 2), torch.rand(10)),
+])
+def test_bad_input_is_a_value_error(call):
+    with pytest.raises(ValueError):
+        call()

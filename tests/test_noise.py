@@ -1,0 +1,102 @@
+"""Label noise: empirical rates on 100k labels, reproducibility, bad input, and the pair-noise rates of paper 004
+checked against a Monte Carlo simulation of its noise model (eq. 6)."""
+
+import numpy as np
+import pytest
+
+from dml_tutorial import noise
+
+N = 100_000
+
+
+def _se(p, n):
+    return np.sqrt(p * (1 - p) / n)
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.3, 0.6])
+def test_symmetric_noise_rates_and_transition_frequencies(rate):
+    k = 10
+    y = np.random.default_rng(1).integers(0, k, N)
+    out = noise.corrupt_labels(y, k, rate, seed=2)
+    assert abs((out != y).mean() - rate) < 5 * _se(rate, N)
+    t = noise.transition_matrix(k, rate)
+    freq = np.zeros((k, k))
+    np.add.at(freq, (y, out), 1)
+    freq /= freq.sum(1, keepdims=True)
+    n_per_class = N / k
+    assert np.all(np.abs(freq - t) < 5 * _se(np.maximum(t, 1e-3), n_per_class) + 1e-12)
+    assert np.all(np.diag(freq) > 0) and np.allclose(t.sum(1), 1)
+
+
+@pytest.mark.parametrize("pairs", [noise.CIFAR10_PAIRS, noise.STL10_PAIRS, noise.DIGITS_PAIRS])
+def test_asymmetric_noise_flips_only_to_the_pair(pairs):
+    k, rate = 10, 0.2
+    y = np.random.default_rng(1).integers(0, k, N)
+    out = noise.corrupt_labels(y, k, rate, kind="asymmetric", pairs=pairs, seed=3)
+    for c in range(k):
+        flipped = out[(y == c) & (out != y)]
+        if c in pairs:
+            assert set(np.unique(flipped)) <= {pairs[c]}
+            assert abs(len(flipped) / (y == c).sum() - rate) < 5 * _se(rate, (y == c).sum())
+        else:
+            assert len(flipped) == 0
+    t = noise.transition_matrix(k, rate, "asymmetric", pairs)
+    assert np.allclose(t.sum(1), 1) and all(t[a, b] == rate and t[a, a] == 1 - rate for a, b in pairs.items())
+
+
+def test_cifar10_pairs_are_the_dcdl_papers():
+    names = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]
+    named = {names[a]: names[b] for a, b in noise.CIFAR10_PAIRS.items()}
+    assert named == {"truck": "automobile", "bird": "airplane", "deer": "horse", "cat": "dog", "dog": "cat"}
+
+
+def test_same_seed_same_result_and_input_untouched():
+    y = np.arange(1000) % 7
+    a, b = noise.corrupt_labels(y, 7, 0.4, seed=5), noise.corrupt_labels(y, 7, 0.4, seed=5)
+    assert np.array_equal(a, b) and not np.array_equal(a, noise.corrupt_labels(y, 7, 0.4, seed=6))
+    assert np.array_equal(y, np.arange(1000) % 7)
+    assert np.array_equal(noise.corrupt_labels(y, 7, 0.0), y)
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"rate": 1.5}, {"rate": -0.1}, {"rate": 0.2, "kind": "pairwise"},
+    {"rate": 0.2, "kind": "asymmetric"}, {"rate": 0.2, "kind": "asymmetric", "pairs": {1: 1}},
+    {"rate": 0.2, "kind": "asymmetric", "pairs": {1: 12}},
+])
+def test_bad_arguments(kwargs):
+    with pytest.raises(ValueError):
+        noise.corrupt_labels(np.arange(10) % 3, 3, **kwargs)
+
+
+def test_labels_out_of_range():
+    with pytest.raises(ValueError, match=r"in \[0, 3\)"):
+        noise.corrupt_labels(np.array([0, 1, 5]), 3, 0.1)
+
+
+def _simulate_pair_noise(p, k, n, rng):
+    """Eq. 6 simulated on n positive and n negative pairs of true labels."""
+    def observe(y):
+        flip = rng.random(n) < p
+        return np.where(flip, (y + rng.integers(1, k, n)) % k, y)
+
+    yi = rng.integers(0, k, n)
+    yj_neg = (yi + rng.integers(1, k, n)) % k
+    q_pos = np.mean(observe(yi) != observe(yi))
+    q_neg = np.mean(observe(yi) == observe(yj_neg))
+    return q_pos, q_neg
+
+
+@pytest.mark.parametrize("p,k", [(0.1, 2), (0.3, 3), (0.5, 5), (0.2, 10), (0.6, 100)])
+def test_pair_noise_rates_agree_with_a_monte_carlo_simulation(p, k):
+    n = 1_000_000
+    mc_pos, mc_neg = _simulate_pair_noise(p, k, n, np.random.default_rng(0))
+    q_pos, q_neg = noise.pair_noise_rates(p, k)
+    assert abs(mc_pos - q_pos) < 4 * _se(q_pos, n)
+    assert abs(mc_neg - q_neg) < 4 * _se(max(q_neg, 1e-4), n)
+
+
+def test_paper_eq8_as_printed_disagrees_with_the_simulation_for_small_k():
+    p, k, n = 0.5, 3, 1_000_000
+    printed = 2 * p * (1 - p) + p**2 * (1 - 2 / (k - 1))  # eq. 8 of paper 004 as printed
+    mc_pos, _ = _simulate_pair_noise(p, k, n, np.random.default_rng(1))
+    assert abs(mc_pos - printed) > 20 * _se(mc_pos, n)

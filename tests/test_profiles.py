@@ -1,0 +1,38 @@
+import pytest
+import torch
+
+from dml_tutorial import profiles, train
+
+
+def test_auto_follows_cuda_availability():
+    assert profiles.resolve_profile("auto") == ("full" if torch.cuda.is_available() else "smoke")
+
+
+@pytest.mark.parametrize("name", ["smoke", "full"])
+def test_explicit_profiles_pass_through(name):
+    assert profiles.settings("foundations", name)["profile"] == name
+
+
+def test_unknown_profile_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown profile 'fast'"):
+        profiles.resolve_profile("fast")
+
+
+def test_overrides_apply_and_none_keeps_the_profile_value():
+    base = profiles.settings("foundations", "smoke")
+    assert profiles.settings("foundations", "smoke", epochs=None)["epochs"] == base["epochs"]
+    assert profiles.settings("foundations", "smoke", epochs=3)["epochs"] == 3
+    with pytest.raises(ValueError, match="unknown setting"):
+        profiles.settings("foundations", "smoke", epoch=3)
+    with pytest.raises(ValueError, match="unknown chapter"):
+        profiles.settings("nope", "smoke")
+
+
+def test_device_resolution():
+    assert train.resolve_device("cpu").type == "cpu"
+    assert train.resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError):
+        train.resolve_device("tpu:7")
+    if not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="no CUDA GPU"):
+            train.resolve_device("cuda")

@@ -1,0 +1,120 @@
+"""Batch sampling and tuple mining against loops written here."""
+
+import numpy as np
+import pytest
+import torch
+
+from dml_tutorial import sampling
+from dml_tutorial.distances import pairwise_distances
+
+
+def test_pk_sampler_batches_are_class_balanced_and_reproducible():
+    labels = np.repeat(np.arange(10), [3, 20, 20, 20, 20, 20, 20, 20, 20, 20])
+    s = sampling.PKSampler(labels, p=4, k=5, seed=1)
+    batches = list(s)
+    assert len(batches) == len(labels) // 20
+    for b in batches:
+        classes, counts = np.unique(labels[b], return_counts=True)
+        assert len(classes) == 4 and (counts == 5).all()
+    s.set_epoch(0)
+    assert list(s) == batches
+    s.set_epoch(1)
+    assert list(s) != batches
+    assert list(sampling.PKSampler(labels, 4, 5, seed=1)) == batches
+
+
+def test_pk_sampler_rejects_impossible_requests():
+    with pytest.raises(ValueError, match="only 2 classes"):
+        sampling.PKSampler([0, 1, 1], p=3, k=2)
+
+
+def _batch(seed=0, n=24, classes=5, d=8):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.nn.functional.normalize(torch.randn(n, d, generator=g), dim=1)
+    y = torch.randint(0, classes, (n,), generator=g)
+    return z, y
+
+
+def test_easy_positive_is_the_nearest_same_class_sample():
+    z = torch.tensor([[0.0], [1.0], [3.0], [10.0], [0.5], [20.0]])
+    y = torch.tensor([0, 0, 0, 1, 1, 2])
+    a, p = sampling.positive_pairs(pairwise_distances(z), y, "easy")
+    assert dict(zip(a.tolist(), p.tolist())) == {0: 1, 1: 0, 2: 1, 3: 4, 4: 3}  # class 2 has no positive
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_all_positives_are_all_ordered_same_class_pairs(seed):
+    z, y = _batch(seed)
+    a, p = sampling.positive_pairs(pairwise_distances(z), y, "all")
+    expected = {(i, j) for i in range(len(y)) for j in range(len(y)) if i != j and y[i] == y[j]}
+    assert set(zip(a.tolist(), p.tolist())) == expected
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_semihard_fixed_matches_a_loop(seed):
+    z, y = _batch(seed)
+    d = pairwise_distances(z)
+    a, p = sampling.positive_pairs(d, y)
+    a2, p2, n = sampling.mine_negatives(d, y, a, p, "semihard-fixed")
+    got = {(i, j): k for i, j, k in zip(a2.tolist(), p2.tolist(), n.tolist())}
+    for i, j in zip(a.tolist(), p.tolist()):
+        cands = [k for k in range(len(y)) if y[k] != y[i] and d[i, k] > d[i, j]]
+        if cands:
+            assert got[(i, j)] == min(cands, key=lambda k: d[i, k])
+        else:
+            assert (i, j) not in got
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_semihard_random_picks_a_violating_negative(seed):
+    z, y = _batch(seed)
+    d = pairwise_distances(z)
+    a, p = sampling.positive_pairs(d, y)
+    g = torch.Generator().manual_seed(seed)
+    a2, p2, n = sampling.mine_negatives(d, y, a, p, "semihard-random", margin=0.2, generator=g)
+    assert (y[n] != y[a2]).all() and (d[a2, p2] - d[a2, n] + 0.2 > 0).all()
+    kept = {(i, j) for i, j in zip(a2.tolist(), p2.tolist())}
+    for i, j in zip(a.tolist(), p.tolist()):
+        has = any(y[k] != y[i] and d[i, j] - d[i, k] + 0.2 > 0 for k in range(len(y)))
+        assert ((i, j) in kept) == has
+
+
+def test_semihard_random_is_uniform_over_candidates():
+    d = torch.tensor([[0.0, 0.1, 0.2, 0.25, 5.0], [0.1, 0, 1, 1, 1], [0.2, 1, 0, 1, 1], [0.25, 1, 1, 0, 1],
+                      [5.0, 1, 1, 1, 0]])
+    y = torch.tensor([0, 0, 1, 1, 1])
+    a, p = torch.tensor([0] * 3000), torch.tensor([1] * 3000)
+    _, _, n = sampling.mine_negatives(d, y, a, p, "semihard-random", 0.2, torch.Generator().manual_seed(0))
+    counts = np.bincount(n.numpy(), minlength=5)
+    assert counts[4] == 0 and abs(counts[2] - counts[3]) < 200
+
+
+def test_hard_and_all_negatives():
+    z, y = _batch(1)
+    d = pairwise_distances(z)
+    a, p = sampling.positive_pairs(d, y)
+    a2, _, n = sampling.mine_negatives(d, y, a, p, "hard")
+    for i, k in zip(a2.tolist(), n.tolist()):
+        assert d[i, k] == min(d[i, m] for m in range(len(y)) if y[m] != y[i])
+    a3, _p3, _n3 = sampling.mine_negatives(d, y, a, p, "all")
+    assert len(a3) == sum(int((y != y[i]).sum()) for i in a.tolist())
+
+
+@pytest.mark.parametrize("dim", [2, 64, 512])
+def test_distance_weighted_sampling_is_finite_in_high_dimension(dim):
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(32, dim, generator=g), dim=1)
+    y = torch.arange(32) % 4
+    d = pairwise_distances(z)
+    w = sampling.distance_weights(d, dim, y[:, None] != y[None, :])
+    assert (w.sum(1) > 0).all(), "every anchor keeps a negative to sample"
+    assert torch.isfinite(w).all() and (w >= 0).all()
+    a, p = sampling.positive_pairs(d, y)
+    a2, _, n = sampling.mine_negatives(d, y, a, p, "distance", generator=g, dim=dim)
+    assert len(a2) > 0 and (y[n] != y[a2]).all()
+
+
+def test_unknown_strategy():
+    z, y = _batch()
+    with pytest.raises(ValueError, match="unknown negatives"):
+        sampling.mine_negatives(pairwise_distances(z), y, y[:0], y[:0], "hardest")

@@ -1,0 +1,75 @@
+"""The training loop: a run killed mid-way and resumed from its checkpoint ends with exactly the weights of an
+uninterrupted run (CPU); errors are clear."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from dml_tutorial import data, losses, models, sampling, train
+
+SCRIPT = Path(__file__).with_name("_train_script.py")
+EPOCHS = 6
+
+
+def _run(tmp, name, delay=0.0):
+    return subprocess.Popen([sys.executable, str(SCRIPT), str(tmp / f"{name}.pt"), str(tmp / f"{name}.final"),
+                             str(EPOCHS), str(delay)], env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def test_killed_and_resumed_run_matches_uninterrupted_run(tmp_path):
+    assert _run(tmp_path, "straight").wait(timeout=300) == 0
+    proc = _run(tmp_path, "killed", delay=0.7)
+    ckpt = tmp_path / "killed.pt"
+    deadline = time.time() + 240
+    while time.time() < deadline:
+        if ckpt.exists() and torch.load(ckpt, weights_only=False)["epoch"] >= 2:
+            break
+        time.sleep(0.1)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    stopped_at = torch.load(ckpt, weights_only=False)["epoch"]
+    assert 2 <= stopped_at < EPOCHS, "the run must be killed in the middle"
+    assert not (tmp_path / "killed.final").exists()
+    assert _run(tmp_path, "killed").wait(timeout=300) == 0
+    a = torch.load(tmp_path / "straight.final")
+    b = torch.load(tmp_path / "killed.final")
+    for k in a:
+        assert torch.equal(a[k], b[k]), k
+    assert len(torch.load(ckpt, weights_only=False)["history"]) == EPOCHS
+
+
+def test_history_records_loss_and_evaluation(tmp_path):
+    s = data.load_dataset("digits", split="samples")
+    model = models.MLP(64, dim=8)
+    h = train.fit(model, lambda z, y: losses.triplet_loss(z, y), s.train, epochs=3, progress=False,
+                  sampler=sampling.PKSampler(s.train.labels, 5, 8, batches_per_epoch=4),
+                  evaluate=lambda m: {"n": len(train.embed(m, s.test))}, eval_every=2)
+    assert h["epoch"] == [1, 2, 3] and h["n"] == [None, len(s.test), len(s.test)]
+    assert all(np.isfinite(h["loss"]))
+
+
+def test_loss_receiving_the_batch():
+    s = data.load_dataset("digits", split="samples")
+    seen = []
+
+    def loss(z, y, batch):
+        seen.append(batch.x.shape)
+        return losses.triplet_loss(z, y)
+
+    train.fit(models.MLP(64, dim=4), loss, s.train, epochs=1, progress=False,
+              sampler=sampling.PKSampler(s.train.labels, 2, 3, batches_per_epoch=2))
+    assert seen == [torch.Size([6, 1, 8, 8])] * 2
+
+
+def test_non_finite_loss_stops_with_a_message():
+    s = data.load_dataset("digits", split="samples")
+    with pytest.raises(FloatingPointError, match="lower the learning rate"):
+        train.fit(models.MLP(64, dim=4), lambda z, y: z.sum() * float("nan"), s.train, epochs=1, progress=False,
+                  sampler=sampling.PKSampler(s.train.labels, 2, 3, batches_per_epoch=1))
