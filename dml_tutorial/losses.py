@@ -5,6 +5,8 @@ from :mod:`dml_tutorial.distances`, tuples from :mod:`dml_tutorial.sampling`, so
 sampling. A batch without any valid tuple gives a zero loss that keeps the gradient graph (never NaN).
 """
 
+import math
+
 import torch
 
 from ._checks import check_embeddings
@@ -46,3 +48,50 @@ def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) 
     t = pos.to(z.dtype) * 2 - 1
     upper = torch.triu(torch.ones_like(pos), diagonal=1)
     return torch.relu((dist - beta) * t + alpha)[upper].mean()
+
+
+def _log1p_sum_exp(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """log(1 + sum_j exp(x_ij)) over the columns where ``mask`` holds, per row; 0 for an empty row, never NaN."""
+    x = x.masked_fill(~mask, float("-inf"))
+    return torch.logsumexp(torch.cat([torch.zeros_like(x[:, :1]), x], dim=1), dim=1)
+
+
+def _pairs_and_negatives(z, y, positives):
+    sim = z @ z.T
+    a, p = positive_pairs(pairwise_distances(z.detach()), y, positives)
+    return sim, a, p, y[None, :] != y[a][:, None]
+
+
+def npairs_loss(embeddings, labels, l2_reg: float = 0.0, positives: str = "all") -> torch.Tensor:
+    """Multi-class N-pairs loss (Sohn 2016; DCDL eq. 3): mean over anchor/positive pairs of
+    log(1 + sum_{n: y_n != y_a} exp(z_a.z_n - z_a.z_p)), every other-class sample of the batch a negative, plus
+    Sohn's regulariser ``l2_reg`` x mean ||z||^2 (a constant on L2-normalised embeddings, hence off by default).
+    With 2 samples per class (DCDL's batches for L_NP) every anchor has exactly one positive, as in the original."""
+    z, y = check_embeddings(embeddings, labels)
+    sim, a, p, neg = _pairs_and_negatives(z, y, positives)
+    reg = l2_reg * (z * z).sum(1).mean()
+    if len(a) == 0:
+        return _zero(z) + reg
+    return _log1p_sum_exp(sim[a] - sim[a, p][:, None], neg).mean() + reg
+
+
+def angular_loss(embeddings, labels, alpha: float = 30.0, positives: str = "all") -> torch.Tensor:
+    """Angular loss (Wang et al. 2017, eq. 8; DCDL eq. 3), ``alpha`` in degrees (DCDL: 30 for L_Ang): mean over
+    anchor/positive pairs of log(1 + sum_n exp(4 tan^2(alpha) (z_a + z_p).z_n - 2 (1 + tan^2(alpha)) z_a.z_p))."""
+    z, y = check_embeddings(embeddings, labels)
+    if not 0 < alpha < 90:
+        raise ValueError(f"alpha is an angle in degrees in (0, 90), got {alpha}")
+    t2 = math.tan(math.radians(alpha)) ** 2
+    sim, a, p, neg = _pairs_and_negatives(z, y, positives)
+    if len(a) == 0:
+        return _zero(z)
+    x = 4 * t2 * (sim[a] + sim[p]) - 2 * (1 + t2) * sim[a, p][:, None]
+    return _log1p_sum_exp(x, neg).mean()
+
+
+def angular_npairs_loss(embeddings, labels, alpha: float = 45.0, lambda_ang: float = 2.0,
+                        positives: str = "all") -> torch.Tensor:
+    """L_Ang_NP = L_NP + lambda_ang L_Ang (DCDL eq. 4; Wang et al. 2017): lambda_ang = 2 and alpha = 45 degrees
+    as in the DCDL paper."""
+    return npairs_loss(embeddings, labels, positives=positives) + lambda_ang * angular_loss(
+        embeddings, labels, alpha, positives)

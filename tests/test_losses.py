@@ -2,6 +2,7 @@
 
 import itertools
 
+import numpy as np
 import pytest
 import torch
 from hypothesis import given, settings
@@ -115,3 +116,54 @@ def test_bad_inputs():
         losses.triplet_loss(torch.randn(4, 2), torch.zeros(3))
     with pytest.raises(ValueError, match="NaN"):
         losses.contrastive_loss(torch.full((4, 2), float("nan")), torch.zeros(4))
+
+
+def _npairs_loop(z, y, angular_alpha=None):
+    vals = []
+    t2 = None if angular_alpha is None else np.tan(np.radians(angular_alpha)) ** 2
+    for a, p in itertools.permutations(range(len(y)), 2):
+        if y[a] != y[p]:
+            continue
+        s = 0.0
+        for n in range(len(y)):
+            if y[n] != y[a]:
+                if t2 is None:
+                    s += np.exp(float(z[a] @ z[n] - z[a] @ z[p]))
+                else:
+                    s += np.exp(float(4 * t2 * (z[a] + z[p]) @ z[n] - 2 * (1 + t2) * z[a] @ z[p]))
+        vals.append(np.log1p(s))
+    return float(np.mean(vals))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("seed", range(2))
+def test_npairs_and_angular_match_loops(dtype, seed):
+    z, y = _batch(seed, n=12, classes=3, dtype=dtype)
+    assert losses.npairs_loss(z, y).item() == pytest.approx(_npairs_loop(z.double(), y), rel=1e-5)
+    assert losses.angular_loss(z, y, alpha=30).item() == pytest.approx(_npairs_loop(z.double(), y, 30), rel=1e-5)
+    combined = _npairs_loop(z.double(), y) + 2 * _npairs_loop(z.double(), y, 45)
+    assert losses.angular_npairs_loss(z, y).item() == pytest.approx(combined, rel=1e-5)
+
+
+def test_angular_matches_pytorch_metric_learning():
+    from pytorch_metric_learning.losses import AngularLoss
+
+    z, y = _batch(7, n=16, classes=4)
+    # PML's AngularLoss: the same per-pair term, averaged over anchor/positive pairs, on the embeddings as given
+    # once they are L2-normalised (ours are unit-norm already).
+    ref = AngularLoss(alpha=40)(z, y)
+    assert losses.angular_loss(z, y, alpha=40).item() == pytest.approx(ref.item(), rel=1e-4)
+
+
+def test_npairs_regulariser_and_degenerate_batches():
+    z, y = _batch(0, n=6)
+    assert losses.npairs_loss(2 * z, y, l2_reg=0.5).item() == pytest.approx(
+        losses.npairs_loss(2 * z, y).item() + 0.5 * 4.0, rel=1e-5)
+    for labels in (torch.zeros(6, dtype=torch.long), torch.arange(6)):
+        for fn in (losses.npairs_loss, losses.angular_loss, losses.angular_npairs_loss):
+            zz = z.clone().requires_grad_(True)
+            out = fn(zz, labels)
+            out.backward()
+            assert out.item() == 0.0 and torch.isfinite(zz.grad).all()
+    with pytest.raises(ValueError, match="degrees"):
+        losses.angular_loss(z, y, alpha=90)

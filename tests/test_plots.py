@@ -1,0 +1,48 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+
+from dml_tutorial import plots  # noqa: E402
+from dml_tutorial.train import History  # noqa: E402
+
+
+def test_embedding_plots_side_by_side_with_legend():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(60, 8, generator=g)
+    y = torch.arange(60) % 3
+    fig = plots.embedding_plots(z, y, "demo", groups=(np.arange(60) % 2))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["demo — t-SNE", "demo — UMAP"]
+    assert fig.axes[-1].get_legend() is not None
+    # each class keeps its palette colour in both panels
+    colours = [tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in fig.axes[0].collections]
+    assert tuple(np.round(plots.PALETTE[0], 3)) in colours
+
+
+def test_embedding_plots_subsample_large_inputs():
+    z = torch.randn(300, 4)
+    fig = plots.embedding_plots(z, torch.zeros(300), methods=("t-SNE",), max_points=50)
+    assert sum(len(c.get_offsets()) for c in fig.axes[0].collections) == 50
+
+
+def test_unknown_projection():
+    with pytest.raises(ValueError, match="unknown projection"):
+        plots.project_2d(torch.randn(10, 3), "PCA")
+
+
+def test_training_curves_plot_each_key():
+    h = History([{"epoch": 1, "loss": 1.0, "R@1": None}, {"epoch": 2, "loss": 0.5, "R@1": 0.9}])
+    fig = plots.training_curves({"run": h}, keys=("loss", "R@1"))
+    assert [len(ax.lines) for ax in fig.axes] == [1, 1]
+    assert list(fig.axes[1].lines[0].get_xdata()) == [2]
+
+
+def test_results_table_puts_paper_beside_measured():
+    t = plots.results_table({"triplet": {"R@1": [0.5, 0.7]}}, paper={"triplet": {"R@1": 63.2}})
+    assert t.loc["triplet", ("R@1", "paper")] == 63.2
+    assert t.loc["triplet", ("R@1", "measured")] == "60.0 ± 14.1"
+    assert plots.mean_std([0.25]) == "25.0"
