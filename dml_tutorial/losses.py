@@ -95,3 +95,52 @@ def angular_npairs_loss(embeddings, labels, alpha: float = 45.0, lambda_ang: flo
     as in the DCDL paper."""
     return npairs_loss(embeddings, labels, positives=positives) + lambda_ang * angular_loss(
         embeddings, labels, alpha, positives)
+
+
+def binomial_deviance_loss(embeddings, labels, alpha: float = 2.0, beta: float = 0.5,
+                           eta_neg: float = 25.0) -> torch.Tensor:
+    """Binomial deviance (Yi et al. 2014; ECAML eq. 10): log(1 + exp(-(2 s_ij - 1) alpha (D_ij - beta) eta_ij))
+    with D_ij the cosine similarity, s_ij = 1 for a same-class pair, eta_ij = 1 for positive and ``eta_neg`` = 25
+    for negative pairs; alpha = 2, beta = 0.5. The paper writes a sum over pairs; we take the mean over the ordered
+    pairs i != j, so that the weight of an added regulariser does not depend on the batch size."""
+    z, y = check_embeddings(embeddings, labels)
+    if len(z) < 2:
+        return _zero(z)
+    u = torch.nn.functional.normalize(z, dim=1)
+    cos = u @ u.T
+    pos, neg = label_masks(y)
+    sign = pos.to(z.dtype) * 2 - 1
+    eta = torch.where(pos, torch.ones_like(cos), torch.full_like(cos, eta_neg))
+    off_diag = pos | neg
+    return torch.nn.functional.softplus(-sign * alpha * (cos - beta) * eta)[off_diag].mean()
+
+
+def multi_similarity_loss(embeddings, labels, alpha: float = 2.0, beta: float = 50.0, lam: float = 1.0,
+                          epsilon: float = 0.1, positives: str = "all") -> torch.Tensor:
+    """Multi-similarity loss with its pair mining (Wang et al. 2019, eq. 9-10 and section 4.1), on cosine
+    similarities S. For an anchor i, a negative k is kept if S_ik + epsilon > min_j S_ij over its positives, a
+    positive j if S_ij - epsilon < max_k S_ik over its negatives; then
+
+        1/alpha log(1 + sum_j exp(-alpha (S_ij - lam))) + 1/beta log(1 + sum_k exp(beta (S_ik - lam))),
+
+    averaged over anchors. Defaults of the EPS paper: alpha = 2, lambda = 1, beta = 50. ``positives="easy"``
+    keeps only each anchor's nearest positive (EPS with MS)."""
+    z, y = check_embeddings(embeddings, labels)
+    u = torch.nn.functional.normalize(z, dim=1)
+    s = u @ u.T
+    pos, neg = label_masks(y)
+    if positives == "easy":
+        a, p = positive_pairs(pairwise_distances(u.detach()), y, "easy")
+        pos = torch.zeros_like(pos)
+        pos[a, p] = True
+    sd = s.detach()
+    min_pos = sd.masked_fill(~pos, float("inf")).min(1, keepdim=True).values
+    max_neg = sd.masked_fill(~neg, float("-inf")).max(1, keepdim=True).values
+    keep_neg = neg & (sd + epsilon > min_pos)
+    keep_pos = pos & (sd - epsilon < max_neg)
+    anchors = keep_pos.any(1) & keep_neg.any(1)
+    if not anchors.any():
+        return _zero(z)
+    pos_term = _log1p_sum_exp(-alpha * (s - lam), keep_pos) / alpha
+    neg_term = _log1p_sum_exp(beta * (s - lam), keep_neg) / beta
+    return (pos_term + neg_term)[anchors].mean()
