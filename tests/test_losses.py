@@ -193,7 +193,7 @@ def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1):
         N = [k for k in range(len(y)) if y[k] != y[i]]
         if not P or not N:
             continue
-        S = lambda a, b: float(u[a] @ u[b])  # noqa: E731
+        S = lambda a, b: float(u[a] @ u[b])
         keep_n = [k for k in N if S(i, k) + eps > min(S(i, j) for j in P)]
         keep_p = [j for j in P if S(i, j) - eps < max(S(i, k) for k in N)]
         if not keep_n or not keep_p:

@@ -2,12 +2,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-import numpy as np  # noqa: E402
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import numpy as np
+import pytest
+import torch
 
-from dml_tutorial import plots  # noqa: E402
-from dml_tutorial.train import History  # noqa: E402
+from dml_tutorial import plots
+from dml_tutorial.train import History
 
 
 def test_embedding_plots_side_by_side_with_legend():
