@@ -9,9 +9,9 @@ import math
 
 import torch
 
-from ._checks import check_embeddings
+from ._checks import check_choice, check_embeddings
 from .distances import label_masks, pairwise_distances
-from .sampling import mine_negatives, positive_pairs
+from .sampling import POSITIVES, mine_negatives, positive_pairs
 
 
 def _zero(z: torch.Tensor) -> torch.Tensor:
@@ -59,7 +59,7 @@ def _log1p_sum_exp(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def _pairs_and_negatives(z, y, positives):
     sim = z @ z.T
     a, p = positive_pairs(pairwise_distances(z.detach()), y, positives)
-    return sim, a, p, y[None, :] != y[a][:, None]
+    return sim, a, p, label_masks(y)[1][a]
 
 
 def npairs_loss(embeddings, labels, l2_reg: float = 0.0, positives: str = "all") -> torch.Tensor:
@@ -126,6 +126,7 @@ def multi_similarity_loss(embeddings, labels, alpha: float = 2.0, beta: float = 
     averaged over anchors. Defaults of the EPS paper: alpha = 2, lambda = 1, beta = 50. ``positives="easy"``
     keeps only each anchor's nearest positive (EPS with MS)."""
     z, y = check_embeddings(embeddings, labels)
+    check_choice(positives, POSITIVES, "positives")
     u = torch.nn.functional.normalize(z, dim=1)
     s = u @ u.T
     pos, neg = label_masks(y)

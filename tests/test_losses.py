@@ -227,3 +227,9 @@ def test_pair_losses_on_degenerate_batches(fn):
         out = fn(zz, labels)
         out.backward()
         assert torch.isfinite(out) and torch.isfinite(zz.grad).all()
+
+
+def test_multi_similarity_rejects_unknown_positives():
+    z, y = _batch(0, n=6)
+    with pytest.raises(ValueError, match="unknown positives"):
+        losses.multi_similarity_loss(z, y, positives="hard")
