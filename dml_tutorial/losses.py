@@ -50,6 +50,47 @@ def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) 
     return torch.relu((dist - beta) * t + alpha)[upper].mean()
 
 
+def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tensor = 1.2, nu: float = 0.0,
+                positives: str = "all", negatives: str = "distance",
+                generator: torch.Generator | None = None) -> torch.Tensor:
+    """Margin loss (Wu et al. 2017, eq. 5-6) on plain Euclidean distances, over the sampled triplets (a, p, n):
+
+        sum [alpha + d(a, p) - beta_a]_+ + [alpha + beta_a - d(a, n)]_+ + nu beta_a   /   #(non-zero terms)
+
+    so a same-class pair is pushed inside distance beta - alpha and a different-class pair beyond beta + alpha.
+    The normalisation by the number of active terms is the authors' (their reference code; also
+    pytorch-metric-learning's ``MarginLoss``). ``beta`` is a float (1.2, Wu et al.) or a tensor of one boundary per
+    class, indexed by the anchor's label -- pass a parameter to learn it (see :class:`MarginLoss`); ``nu`` weighs
+    the beta regulariser. Sampling defaults to the paper's: every positive pair, one distance-weighted negative."""
+    z, y = check_embeddings(embeddings, labels)
+    dist = pairwise_distances(z)
+    a, p = positive_pairs(dist, y, positives)
+    a, p, n = mine_negatives(dist, y, a, p, negatives, alpha, generator, dim=z.shape[1])
+    beta = torch.as_tensor(beta, dtype=z.dtype, device=z.device)
+    if beta.dim() > 0 and len(a) and int(y.max()) >= len(beta):
+        raise ValueError(f"beta has {len(beta)} per-class values but the batch has label {int(y.max())}")
+    if len(a) == 0:
+        return _zero(z) + 0.0 * beta.sum()
+    b = beta[y[a]] if beta.dim() > 0 else beta.expand(len(a))
+    pos = torch.relu(alpha + dist[a, p] - b)
+    neg = torch.relu(alpha + b - dist[a, n])
+    active = ((pos > 0).sum() + (neg > 0).sum()).clamp(min=1)
+    return (pos.sum() + neg.sum() + nu * b.sum()) / active
+
+
+class MarginLoss(torch.nn.Module):
+    """:func:`margin_loss` with a learnable class-specific boundary beta_c (Wu et al. 2017, eq. 6), initialised
+    at ``beta``. :func:`dml_tutorial.train.fit` trains and checkpoints these parameters with the model's."""
+
+    def __init__(self, num_classes: int, alpha: float = 0.2, beta: float = 1.2, nu: float = 0.0, **sampling):
+        super().__init__()
+        self.beta = torch.nn.Parameter(torch.full((num_classes,), float(beta)))
+        self.alpha, self.nu, self.sampling = alpha, nu, sampling
+
+    def forward(self, embeddings, labels):
+        return margin_loss(embeddings, labels, self.alpha, self.beta, self.nu, **self.sampling)
+
+
 def _log1p_sum_exp(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     """log(1 + sum_j exp(x_ij)) over the columns where ``mask`` holds, per row; 0 for an empty row, never NaN."""
     x = x.masked_fill(~mask, float("-inf"))

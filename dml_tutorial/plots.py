@@ -105,3 +105,26 @@ def results_table(measured: dict, paper: dict | None = None, digits: int = 1) ->
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
     return table
+
+
+def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title: str = "", margin: float | None = None):
+    """One strategy's picks for one anchor on 2-D points ``xy``: all points in their class colour, the anchor as a
+    star, its positive as a diamond, each picked negative ringed in black with an area proportional to how often it
+    is picked (``frequency`` from :func:`dml_tutorial.sampling.negative_frequencies`). With ``margin``, circles of
+    radius d(a, p) and d(a, p) + margin around the anchor show the semi-hard band."""
+    xy, labels, freq = np.asarray(xy), np.asarray(labels), np.asarray(frequency)
+    ax.scatter(*xy.T, c=[PALETTE[k % len(PALETTE)] for k in labels], s=14, alpha=0.35, linewidths=0)
+    picked = freq > 0
+    ax.scatter(*xy[picked].T, s=20 + 180 * freq[picked] / freq.max(), facecolors="none", edgecolors="black",
+               linewidths=1.0)
+    ax.scatter(*xy[anchor], marker="*", s=220, c=[PALETTE[labels[anchor] % len(PALETTE)]], edgecolors="black")
+    ax.scatter(*xy[positive], marker="D", s=60, c=[PALETTE[labels[positive] % len(PALETTE)]], edgecolors="black")
+    if margin is not None:
+        r = float(np.linalg.norm(xy[positive] - xy[anchor]))
+        for radius, style in ((r, "-"), (r + margin, "--")):
+            ax.add_patch(plt.Circle(xy[anchor], radius, fill=False, ls=style, lw=0.8, color="grey"))
+    lim = 1.1 * np.abs(xy).max()
+    ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.set_title(title, fontsize=10)

@@ -17,7 +17,7 @@ import numpy as np
 import torch
 
 from ._checks import check_choice
-from .distances import label_masks
+from .distances import label_masks, pairwise_distances
 
 POSITIVES = ("all", "easy")
 NEGATIVES = ("all", "random", "semihard-random", "semihard-fixed", "hard", "distance")
@@ -142,3 +142,21 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
         return a[rows], p[rows], n
     rows, n = _random_choice(cand, generator)
     return a[rows], p[rows], n
+
+
+def negative_frequencies(embeddings, labels, anchor: int, positive: int, negatives: str, draws: int = 1000,
+                         margin: float = 0.2, squared: bool = False, seed: int = 0) -> np.ndarray:
+    """How often each sample of the batch is the negative that ``negatives`` picks for the pair
+    (``anchor``, ``positive``), over ``draws`` independent draws: a vector of frequencies in [0, 1] (1 for every
+    negative under ``"all"``; one sample at 1 under the deterministic ``"hard"`` and ``"semihard-fixed"``). For
+    figures of what each strategy does; distances as in :func:`mine_negatives`."""
+    z = torch.as_tensor(embeddings, dtype=torch.float32)
+    y = torch.as_tensor(labels)
+    if y[anchor] != y[positive] or anchor == positive:
+        raise ValueError(f"samples {anchor} and {positive} are not a positive pair")
+    dist = pairwise_distances(z, squared=squared)
+    a = torch.full((draws,), anchor, dtype=torch.long)
+    p = torch.full((draws,), positive, dtype=torch.long)
+    g = torch.Generator().manual_seed(seed)
+    _, _, n = mine_negatives(dist, y, a, p, negatives, margin, g, dim=z.shape[1])
+    return (torch.bincount(n, minlength=len(y)).double() / draws).numpy()

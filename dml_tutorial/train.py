@@ -105,7 +105,8 @@ def _batches(data, sampler, device, num_workers):
 
 def _loss_arity(loss_fn) -> int:
     try:
-        params = inspect.signature(loss_fn).parameters.values()
+        fn = loss_fn.forward if isinstance(loss_fn, torch.nn.Module) else loss_fn
+        params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return 2
     if any(p.kind == p.VAR_POSITIONAL for p in params):
@@ -121,6 +122,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
 
     - ``loss_fn(z, y)`` or ``loss_fn(z, y, batch)``, where ``batch`` has ``x`` (the input), ``indices`` and
       ``model``, for losses that need more than the embeddings (reconstruction, EC on the embedding layer).
+      A loss that is a ``torch.nn.Module`` with parameters (e.g. :class:`~dml_tutorial.losses.MarginLoss` with
+      learnable betas) is moved to the device, trained by the default optimiser and saved in the checkpoint.
     - ``sampler``: a batch sampler (e.g. :class:`~dml_tutorial.sampling.PKSampler`); its ``set_epoch`` is called.
     - ``optimizer``: default Adam(lr); ``scheduler``: stepped once per epoch.
     - ``evaluate(model) -> dict``: called in eval mode every ``eval_every`` epochs and after the last; its
@@ -131,12 +134,16 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
     dev = resolve_device(device)
     seed_everything(seed)
     model.to(dev)
-    optimizer = optimizer or torch.optim.Adam(model.parameters(), lr=lr)
+    loss_module = loss_fn.to(dev) if isinstance(loss_fn, torch.nn.Module) else None
+    params = list(model.parameters()) + (list(loss_module.parameters()) if loss_module is not None else [])
+    optimizer = optimizer or torch.optim.Adam(params, lr=lr)
     history, start = History(), 0
     ckpt = Path(checkpoint) if checkpoint else None
     if ckpt and resume and ckpt.exists():
         state = torch.load(ckpt, map_location=dev, weights_only=False)
         model.load_state_dict(state["model"])
+        if loss_module is not None and state.get("loss"):
+            loss_module.load_state_dict(state["loss"])
         optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None and state.get("scheduler"):
             scheduler.load_state_dict(state["scheduler"])
@@ -174,6 +181,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
         if ckpt:
             save_checkpoint(ckpt, model=model.state_dict(), optimizer=optimizer.state_dict(),
+                            loss=loss_module.state_dict() if loss_module is not None else None,
                             scheduler=scheduler.state_dict() if scheduler is not None else None,
                             history=history.records, epoch=epoch + 1, rng=_rng_state())
     model.eval()

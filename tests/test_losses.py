@@ -233,3 +233,72 @@ def test_multi_similarity_rejects_unknown_positives():
     z, y = _batch(0, n=6)
     with pytest.raises(ValueError, match="unknown positives"):
         losses.multi_similarity_loss(z, y, positives="hard")
+
+
+def _margin_loop(z, y, alpha, beta, nu=0.0):
+    terms, reg = [], 0.0
+    for a, p, n in itertools.permutations(range(len(y)), 3):
+        if y[a] == y[p] and y[a] != y[n]:
+            b = float(beta[y[a]]) if isinstance(beta, (list, torch.Tensor)) else beta
+            terms += [max(0.0, alpha + torch.dist(z[a], z[p]).item() - b),
+                      max(0.0, alpha + b - torch.dist(z[a], z[n]).item())]
+            reg += nu * b
+    active = sum(t > 0 for t in terms)
+    return (sum(terms) + reg) / max(active, 1)
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("beta,nu", [(1.2, 0.0), (0.9, 0.0), ([1.0, 1.1, 1.2, 1.3], 0.1)])
+def test_margin_loss_all_triplets_matches_a_loop(seed, beta, nu):
+    z, y = _batch(seed, n=16, dtype=torch.float64)
+    b = torch.tensor(beta, dtype=torch.float64) if isinstance(beta, list) else beta
+    got = losses.margin_loss(z, y, alpha=0.2, beta=b, nu=nu, negatives="all")
+    assert got.item() == pytest.approx(_margin_loop(z, y, 0.2, b, nu), rel=1e-9)
+
+
+@pytest.mark.parametrize("per_class", [False, True])
+def test_margin_loss_matches_pytorch_metric_learning(per_class):
+    from pytorch_metric_learning.losses import MarginLoss
+
+    z, y = _batch(4, n=32)
+    # Same definition and the same normalisation (sum / number of non-zero terms); PML's beta regulariser is
+    # nu x beta_{y_a} per triplet over the same divisor, as in Wu et al.'s code.
+    ref_fn = MarginLoss(margin=0.2, beta=1.2, nu=0.05, triplets_per_anchor="all", learn_beta=per_class,
+                        num_classes=4 if per_class else None)
+    with torch.no_grad():
+        if per_class:
+            ref_fn.beta.copy_(torch.tensor([1.0, 1.1, 1.2, 1.3]))
+    beta = ref_fn.beta.detach() if per_class else 1.2
+    ours = losses.margin_loss(z, y, alpha=0.2, beta=beta, nu=0.05 if per_class else 0.0, negatives="all")
+    assert ours.item() == pytest.approx(ref_fn(z, y).item(), rel=1e-5)
+
+
+def test_margin_loss_module_learns_per_class_betas():
+    z, y = _batch(1, n=24)
+    fn = losses.MarginLoss(num_classes=4, negatives="all")
+    z = z.clone().requires_grad_(True)
+    fn(z, y).backward()
+    assert fn.beta.grad is not None and torch.isfinite(fn.beta.grad).all() and fn.beta.grad.abs().sum() > 0
+    with pytest.raises(ValueError, match="per-class"):
+        losses.MarginLoss(num_classes=2)(z, y)
+
+
+@pytest.mark.parametrize("negatives", ["all", "distance", "semihard-random"])
+@pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
+def test_margin_loss_degenerate_batches(negatives, case):
+    z, y = _batch(0, n=8)
+    if case == "one class":
+        y = torch.zeros(8, dtype=torch.long)
+    elif case == "singletons":
+        y = torch.arange(8)
+    elif case == "duplicates":
+        z = torch.cat([z[:4], z[:4]])
+    else:
+        z, y = z[:1], y[:1]
+    z = z.clone().requires_grad_(True)
+    beta = torch.nn.Parameter(torch.full((8,), 1.2))
+    loss = losses.margin_loss(z, y, beta=beta, negatives=negatives)
+    loss.backward()
+    assert torch.isfinite(loss) and torch.isfinite(z.grad).all()
+    if case != "duplicates":
+        assert loss.item() == 0.0

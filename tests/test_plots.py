@@ -2,6 +2,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 import torch
@@ -46,3 +47,16 @@ def test_results_table_puts_paper_beside_measured():
     assert t.loc["triplet", ("R@1", "paper")] == 63.2
     assert t.loc["triplet", ("R@1", "measured")] == "60.0 ± 14.1"
     assert plots.mean_std([0.25]) == "25.0"
+
+
+def test_sampling_panel_rings_the_picked_samples():
+    xy = np.random.default_rng(0).normal(size=(12, 2))
+    labels = np.repeat(np.arange(3), 4)
+    freq = np.zeros(12)
+    freq[[5, 9]] = [0.25, 0.75]
+    fig, ax = plt.subplots()
+    plots.sampling_panel(ax, xy, labels, 0, 1, freq, title="t", margin=0.2)
+    rings = ax.collections[1]
+    assert len(rings.get_offsets()) == 2 and rings.get_sizes()[1] > rings.get_sizes()[0]
+    assert len(ax.patches) == 2 and ax.get_title() == "t"
+    plt.close(fig)

@@ -118,3 +118,23 @@ def test_unknown_strategy():
     z, y = _batch()
     with pytest.raises(ValueError, match="unknown negatives"):
         sampling.mine_negatives(pairwise_distances(z), y, y[:0], y[:0], "hardest")
+
+
+def test_negative_frequencies_match_each_strategy_definition():
+    g = torch.Generator().manual_seed(3)
+    z = torch.nn.functional.normalize(torch.randn(20, 2, generator=g, dtype=torch.float64), dim=1)
+    y = torch.arange(4).repeat_interleave(5)
+    d = torch.cdist(z, z)
+    neg = (y != y[0]).numpy()
+    f_all = sampling.negative_frequencies(z, y, 0, 1, "all")
+    assert np.array_equal(f_all, neg.astype(float))
+    f_hard = sampling.negative_frequencies(z, y, 0, 1, "hard")
+    assert f_hard.sum() == 1 and f_hard[int(d[0].masked_fill(y == y[0], 9).argmin())] == 1
+    f_rand = sampling.negative_frequencies(z, y, 0, 1, "random", draws=30_000)
+    assert f_rand.sum() == pytest.approx(1) and not f_rand[~neg].any()
+    assert np.allclose(f_rand[neg], 1 / neg.sum(), atol=0.01)
+    f_semi = sampling.negative_frequencies(z, y, 0, 1, "semihard-random", draws=2000, margin=0.2)
+    inside = neg & (d[0].numpy() < d[0, 1].item() + 0.2)
+    assert np.array_equal(f_semi > 0, inside)
+    with pytest.raises(ValueError, match="not a positive pair"):
+        sampling.negative_frequencies(z, y, 0, 7, "all")

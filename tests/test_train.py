@@ -73,3 +73,17 @@ def test_non_finite_loss_stops_with_a_message():
     with pytest.raises(FloatingPointError, match="lower the learning rate"):
         train.fit(models.MLP(64, dim=4), lambda z, y: z.sum() * float("nan"), s.train, epochs=1, progress=False,
                   sampler=sampling.PKSampler(s.train.labels, 2, 3, batches_per_epoch=1))
+
+
+def test_a_loss_module_is_trained_and_checkpointed(tmp_path):
+    s = data.load_dataset("digits", split="samples")
+    loss = losses.MarginLoss(num_classes=10, negatives="all")
+    ckpt = tmp_path / "margin.pt"
+    train.fit(models.MLP(64, dim=8), loss, s.train, epochs=2, progress=False, lr=1e-2, checkpoint=ckpt,
+              sampler=sampling.PKSampler(s.train.labels, 5, 4, batches_per_epoch=3))
+    assert not torch.allclose(loss.beta.detach(), torch.full((10,), 1.2)), "the betas must be optimised"
+    assert torch.equal(torch.load(ckpt, weights_only=False)["loss"]["beta"], loss.beta.detach())
+    resumed = losses.MarginLoss(num_classes=10, negatives="all")
+    train.fit(models.MLP(64, dim=8), resumed, s.train, epochs=2, progress=False, checkpoint=ckpt,
+              sampler=sampling.PKSampler(s.train.labels, 5, 4, batches_per_epoch=3))
+    assert torch.equal(resumed.beta.detach(), loss.beta.detach())
