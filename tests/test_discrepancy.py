@@ -1,0 +1,180 @@
+"""MMD and Sinkhorn divergences against loops, POT and GeomLoss; limits in epsilon; the batched class-wise term
+against a loop over classes; degenerate batches."""
+
+import itertools
+import math
+
+import numpy as np
+import ot
+import pytest
+import torch
+
+from dml_tutorial import discrepancy as D
+
+EPS = 2.5e-3
+
+
+def _unit(n, d=64, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    return torch.nn.functional.normalize(torch.randn(n, d, generator=g, dtype=dtype), dim=1)
+
+
+def _clustered(classes=10, per_class=10, spread=0.15, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    mu = torch.randn(classes, 64, generator=g, dtype=torch.float64)
+    z = mu.repeat_interleave(per_class, 0) + spread * torch.randn(classes * per_class, 64, generator=g,
+                                                                  dtype=torch.float64)
+    return torch.nn.functional.normalize(z, dim=1), torch.arange(classes).repeat_interleave(per_class)
+
+
+def _pot(x, y, eps, grad=False):
+    """POT solved to convergence in float64. POT's cost is ||u - v||^2 = 2 C, so reg = 2 eps and the value is
+    twice ours."""
+    x, y = x.double().clone().requires_grad_(grad), y.double().clone().requires_grad_(grad)
+    res = ot.solve_sample(x, y, reg=2 * eps, debias=True, metric="sqeuclidean", max_iter=20_000, tol=1e-12)
+    value = res.value / 2
+    if not grad:
+        return float(value)
+    value.backward()
+    return value.item(), x.grad, y.grad
+
+
+def _cos(a, b):
+    return torch.nn.functional.cosine_similarity(a.double().flatten(), b.double().flatten(), dim=0).item()
+
+
+@pytest.mark.filterwarnings("ignore:Sinkhorn did not converge")
+@pytest.mark.parametrize("case", ["random 10 vs 90", "clustered 10 vs 90", "random 2 vs 98"])
+def test_sinkhorn_matches_pot_to_1e4_with_gradients(case):
+    if case.startswith("clustered"):
+        z, _ = _clustered()
+        x, y = z[:10], z[10:]
+    else:
+        n = int(case.split()[1])
+        x, y = _unit(n, seed=1), _unit(100 - n, seed=2)
+    ref, gx, gy = _pot(x, y, EPS, grad=True)
+    xo, yo = x.float().requires_grad_(True), y.float().requires_grad_(True)
+    value = D.sinkhorn_divergence(xo, yo, EPS)  # float32, as in training
+    value.backward()
+    assert value.item() == pytest.approx(ref, rel=1e-4)
+    assert _cos(xo.grad, gx) >= 0.999 and _cos(yo.grad, gy) >= 0.999
+
+
+def test_sinkhorn_matches_geomloss():
+    from geomloss import SamplesLoss
+
+    x, y = _unit(10, seed=3), _unit(90, seed=4)
+    # GeomLoss runs epsilon-scaling only; its accuracy at epsilon = 2.5e-3 depends on the ratio (0.99 needed
+    # for ~1e-5 here), so the comparison uses a scaling close to 1. Same cost convention: blur = sqrt(epsilon).
+    xg = x.clone().requires_grad_(True)
+    ref = SamplesLoss("sinkhorn", p=2, blur=math.sqrt(EPS), scaling=0.995)(xg, y)
+    ref.backward()
+    xo = x.clone().requires_grad_(True)
+    ours = D.sinkhorn_divergence(xo, y, EPS)
+    ours.backward()
+    assert ours.item() == pytest.approx(ref.item(), rel=1e-4)
+    assert _cos(xo.grad, xg.grad) >= 0.999
+
+
+def test_large_epsilon_tends_to_the_energy_distance():
+    x, y = _unit(12, d=8, seed=5), _unit(20, d=8, seed=6) + 0.3
+    # eq. 14 with C = ||u - v||^2 / 2: E(x, y) - (E(x, x) + E(y, y)) / 2 = ||mean x - mean y||^2 / 2 (derived
+    # by expanding the squares), computed here directly.
+    energy = 0.5 * (x.mean(0) - y.mean(0)).pow(2).sum().item()
+    assert D.sinkhorn_divergence(x, y, epsilon=1e4).item() == pytest.approx(energy, rel=1e-3)
+
+
+def test_small_epsilon_tends_to_exact_transport():
+    x, y = _unit(8, d=3, seed=7), _unit(12, d=3, seed=8)
+    c = 0.5 * torch.cdist(x, y).pow(2).numpy()
+    exact = ot.emd2(np.full(8, 1 / 8), np.full(12, 1 / 12), c)
+    assert D.sinkhorn_divergence(x, y, epsilon=1e-4, max_iter=5000).item() == pytest.approx(exact, rel=1e-2)
+
+
+def test_sinkhorn_is_zero_for_equal_clouds_and_symmetric():
+    x, y = _unit(15, seed=9), _unit(25, seed=10)
+    assert abs(D.sinkhorn_divergence(x, x).item()) < 1e-6
+    assert D.sinkhorn_divergence(x, y).item() == pytest.approx(D.sinkhorn_divergence(y, x).item(), rel=1e-5)
+
+
+def _mmd_loop(x, y, kernel, sigma):
+    def k(u, v):
+        d = torch.dist(u, v).item()
+        return math.exp(-d / sigma) if kernel == "laplacian" else math.exp(-d * d / (2 * sigma**2))
+
+    xx = sum(k(a, b) for a, b in itertools.product(x, x)) / len(x) ** 2
+    yy = sum(k(a, b) for a, b in itertools.product(y, y)) / len(y) ** 2
+    xy = sum(k(a, b) for a, b in itertools.product(x, y)) / (len(x) * len(y))
+    return xx - 2 * xy + yy
+
+
+@pytest.mark.parametrize("kernel", ["laplacian", "gaussian"])
+@pytest.mark.parametrize("sigma", [0.05, 0.5, 2.0])
+def test_mmd_matches_a_loop(kernel, sigma):
+    x, y = _unit(7, d=4, seed=11), _unit(9, d=4, seed=12)
+    assert D.mmd(x, y, kernel, sigma).item() == pytest.approx(_mmd_loop(x, y, kernel, sigma), rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("measure,kwargs", [("sinkhorn", {}), ("mmd", {"kernel": "laplacian", "sigma": 0.5}),
+                                            ("mmd", {"kernel": "gaussian", "sigma": 0.5})])
+@pytest.mark.parametrize("balanced", [True, False])
+def test_classwise_term_equals_the_loop_over_classes(measure, kwargs, balanced):
+    z, y = _clustered(classes=5, per_class=6, spread=0.4, seed=13)
+    if not balanced:
+        keep = torch.ones(len(y), dtype=torch.bool)
+        keep[[1, 2, 3, 4, 7, 20]] = False  # class sizes 2, 5, 6, 6, 5
+        z, y = z[keep], y[keep]
+    fn = D.sinkhorn_divergence if measure == "sinkhorn" else D.mmd
+    loop = -sum(fn(z[y == k], z[y != k], **kwargs) for k in torch.unique(y)).item()
+    assert D.classwise_discrepancy(z, y, measure, **kwargs).item() == pytest.approx(loop, rel=1e-6)
+
+
+def test_classwise_gradients_match_the_loop():
+    z, y = _clustered(classes=4, per_class=5, spread=0.3, seed=14)
+    za, zb = z.clone().requires_grad_(True), z.clone().requires_grad_(True)
+    D.classwise_discrepancy(za, y).backward()
+    (-sum(D.sinkhorn_divergence(zb[y == k], zb[y != k]) for k in range(4))).backward()
+    assert _cos(za.grad, zb.grad) > 0.99999
+
+
+def test_the_papers_mmd_bandwidth_leaves_no_signal_on_unit_vectors():
+    # sigma = 0.05 (DCDL): unit 64-d vectors sit ~1.41 apart, exp(-1.41 / 0.05) ~ 6e-13, so the kernel matrix is
+    # the identity to float32 precision and MMD^2 is the constant 1/n + 1/m (diagonal terms only).
+    z, y = _unit(100, seed=15, dtype=torch.float32), torch.arange(10).repeat_interleave(10)
+    z.requires_grad_(True)
+    value = D.classwise_discrepancy(z, y, "mmd")
+    value.backward()
+    assert value.item() == pytest.approx(-10 * (1 / 10 + 1 / 90), rel=1e-5)
+    assert z.grad.abs().max().item() < 1e-8
+
+
+@pytest.mark.parametrize("measure", ["sinkhorn", "mmd"])
+def test_degenerate_batches(measure):
+    z = _unit(6, seed=16, dtype=torch.float32).requires_grad_(True)
+    one_class = D.classwise_discrepancy(z, torch.zeros(6, dtype=torch.long), measure)
+    one_class.backward()
+    assert one_class.item() == 0.0 and torch.isfinite(z.grad).all()
+    dup = torch.cat([z[:3], z[:3]]).detach().requires_grad_(True)  # coincident points: zero distances
+    value = D.classwise_discrepancy(dup, torch.tensor([0, 0, 1, 1, 2, 2]), measure)
+    value.backward()
+    assert torch.isfinite(value) and torch.isfinite(dup.grad).all()
+    singletons = D.classwise_discrepancy(z, torch.arange(6), measure)
+    assert torch.isfinite(singletons)
+
+
+def test_bad_inputs():
+    x = _unit(4)
+    with pytest.raises(ValueError, match="point clouds"):
+        D.sinkhorn_divergence(x, _unit(4, d=3))
+    with pytest.raises(ValueError, match="at least one point"):
+        D.mmd(x[:0], x)
+    with pytest.raises(ValueError, match="epsilon"):
+        D.sinkhorn_divergence(x, x, epsilon=0)
+    with pytest.raises(ValueError, match="kernel"):
+        D.mmd(x, x, kernel="cauchy")
+    with pytest.raises(ValueError, match="NaN"):
+        D.sinkhorn_divergence(x * float("nan"), x)
+    with pytest.raises(TypeError, match="unknown Sinkhorn options"):
+        D.classwise_discrepancy(x, torch.tensor([0, 0, 1, 1]), blur=0.1)
+    with pytest.raises(ValueError, match="measure"):
+        D.classwise_discrepancy(x, torch.tensor([0, 0, 1, 1]), "wasserstein")
