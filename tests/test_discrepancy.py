@@ -116,7 +116,8 @@ def test_mmd_matches_a_loop(kernel, sigma):
 
 
 @pytest.mark.parametrize("measure,kwargs", [("sinkhorn", {}), ("mmd", {"kernel": "laplacian", "sigma": 0.5}),
-                                            ("mmd", {"kernel": "gaussian", "sigma": 0.5})])
+                                            ("mmd", {"kernel": "gaussian", "sigma": 0.5}),
+                                            ("mmd", {"kernel": "laplacian", "sigma": "median"})])
 @pytest.mark.parametrize("balanced", [True, False])
 def test_classwise_term_equals_the_loop_over_classes(measure, kwargs, balanced):
     z, y = _clustered(classes=5, per_class=6, spread=0.4, seed=13)
@@ -146,6 +147,20 @@ def test_the_papers_mmd_bandwidth_leaves_no_signal_on_unit_vectors():
     value.backward()
     assert value.item() == pytest.approx(-10 * (1 / 10 + 1 / 90), rel=1e-5)
     assert z.grad.abs().max().item() < 1e-8
+
+
+@pytest.mark.parametrize("kernel", ["laplacian", "gaussian"])
+def test_median_heuristic_bandwidth_gives_a_gradient(kernel):
+    z, y = _unit(100, seed=15, dtype=torch.float32), torch.arange(10).repeat_interleave(10)
+    sigma = float(np.median(torch.pdist(z.double()).numpy()))  # ~1.41 here
+    z.requires_grad_(True)
+    value = D.classwise_discrepancy(z, y, "mmd", kernel=kernel, sigma="median")
+    value.backward()
+    explicit = D.classwise_discrepancy(z.detach(), y, "mmd", kernel=kernel, sigma=sigma)
+    assert value.item() == pytest.approx(explicit.item(), rel=1e-4)
+    assert z.grad.abs().max().item() > 1e-4
+    with pytest.raises(ValueError, match="median"):
+        D.mmd(z, z, sigma="mean")
 
 
 @pytest.mark.parametrize("measure", ["sinkhorn", "mmd"])
