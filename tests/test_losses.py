@@ -73,10 +73,8 @@ def test_contrastive_matches_pytorch_metric_learning_contrastive_loss():
     assert losses.contrastive_loss(z, y).item() == pytest.approx(ref.item() / (n * (n - 1)), rel=1e-5)
 
 
-@pytest.mark.parametrize("negatives", ["all", "random", "semihard-random", "semihard-fixed", "hard", "distance"])
-@pytest.mark.parametrize("positives", ["all", "easy"])
-@pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
-def test_degenerate_batches_give_finite_values_and_gradients(negatives, positives, case):
+def _degenerate(case):
+    """8 embeddings (or 1) whose labels or positions leave no valid tuple, or only zero distances."""
     z, y = _batch(0, n=8)
     if case == "one class":
         y = torch.zeros(8, dtype=torch.long)
@@ -86,7 +84,14 @@ def test_degenerate_batches_give_finite_values_and_gradients(negatives, positive
         z = torch.cat([z[:4], z[:4]])
     else:
         z, y = z[:1], y[:1]
-    z = z.clone().requires_grad_(True)
+    return z.clone().requires_grad_(True), y
+
+
+@pytest.mark.parametrize("negatives", ["all", "random", "semihard-random", "semihard-fixed", "hard", "distance"])
+@pytest.mark.parametrize("positives", ["all", "easy"])
+@pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
+def test_degenerate_batches_give_finite_values_and_gradients(negatives, positives, case):
+    z, y = _degenerate(case)
     loss = losses.triplet_loss(z, y, negatives=negatives, positives=positives)
     loss.backward()
     assert torch.isfinite(loss) and torch.isfinite(z.grad).all()
@@ -286,16 +291,7 @@ def test_margin_loss_module_learns_per_class_betas():
 @pytest.mark.parametrize("negatives", ["all", "distance", "semihard-random"])
 @pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
 def test_margin_loss_degenerate_batches(negatives, case):
-    z, y = _batch(0, n=8)
-    if case == "one class":
-        y = torch.zeros(8, dtype=torch.long)
-    elif case == "singletons":
-        y = torch.arange(8)
-    elif case == "duplicates":
-        z = torch.cat([z[:4], z[:4]])
-    else:
-        z, y = z[:1], y[:1]
-    z = z.clone().requires_grad_(True)
+    z, y = _degenerate(case)
     beta = torch.nn.Parameter(torch.full((8,), 1.2))
     loss = losses.margin_loss(z, y, beta=beta, negatives=negatives)
     loss.backward()
