@@ -17,7 +17,19 @@ CIFAR10_PAIRS = {9: 1, 2: 0, 4: 7, 3: 5, 5: 3}
 STL10_PAIRS = {9: 2, 1: 0, 4: 6, 3: 5, 5: 3}
 #: Visually similar digits (Patrini et al. 2017's MNIST pairs): 2->7, 3->8, 5<->6, 7->1.
 DIGITS_PAIRS = {2: 7, 3: 8, 5: 6, 6: 5, 7: 1}
+#: The pairs to use for asymmetric noise, by dataset name (CIFAR-100 has none: the paper does not corrupt it so).
+PAIRS = {"cifar10": CIFAR10_PAIRS, "stl10": STL10_PAIRS, "digits": DIGITS_PAIRS, "mnist": DIGITS_PAIRS}
 KINDS = ("symmetric", "asymmetric")
+
+
+def describe(noise) -> str:
+    """A column name as the papers' tables write it: ``None`` -> ``"clean"``, ``("symmetric", 0.3)`` ->
+    ``"sym 0.3"``, ``("asymmetric", 0.2)`` -> ``"asym 0.2"``."""
+    if noise is None or noise[1] == 0:
+        return "clean"
+    kind, rate = noise
+    check_choice(kind, KINDS, "noise kind")
+    return f"{kind[:4] if kind == 'asymmetric' else kind[:3]} {rate:g}"
 
 
 def _check(num_classes, rate, kind, pairs):

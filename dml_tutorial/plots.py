@@ -93,7 +93,8 @@ def mean_std(values, digits: int = 1, scale: float = 100.0) -> str:
 
 def results_table(measured: dict, paper: dict | None = None, digits: int = 1) -> pd.DataFrame:
     """A table with a "measured" column per metric (``{row: {metric: [values over seeds]}}``, shown as mean ± std
-    in %) and, when given, the "paper reported" numbers beside them (``{row: {metric: number}}``, as quoted)."""
+    in %) and, when given, the "paper reported" numbers beside them (``{row: {metric: number}}``, as quoted).
+    A cell with no number (a row the paper does not have, a value it does not give) shows "–"."""
     rows = {}
     for name, metrics in measured.items():
         row = {}
@@ -104,7 +105,7 @@ def results_table(measured: dict, paper: dict | None = None, digits: int = 1) ->
         rows[name] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
     table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
-    return table
+    return table.astype(object).where(table.notna(), "–")
 
 
 def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title: str = "", margin: float | None = None):
@@ -127,4 +128,20 @@ def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title:
     ax.set(xlim=(-lim, lim), ylim=(-lim, lim), aspect="equal")
     ax.set_xticks([])
     ax.set_yticks([])
+    ax.set_title(title, fontsize=10)
+
+
+def transport_panel(ax, x, y, plan, title: str = "", colors=(0, 1), threshold: float = 1e-3):
+    """A transport plan between 2-D clouds ``x`` [n, 2] and ``y`` [m, 2]: a segment from x_i to y_j for every
+    entry of ``plan`` [n, m] above ``threshold`` x its largest entry, darker for more mass (``plan`` from POT's
+    ``ot.emd`` or ``ot.sinkhorn``, for instance)."""
+    x, y, plan = np.asarray(x), np.asarray(y), np.asarray(plan)
+    if plan.shape != (len(x), len(y)):
+        raise ValueError(f"plan must have shape {(len(x), len(y))}, got {plan.shape}")
+    top = plan.max() if plan.size and plan.max() > 0 else 1.0
+    for i, j in zip(*np.nonzero(plan > threshold * top)):
+        ax.plot(*np.stack([x[i], y[j]]).T, color="black", lw=1.2, alpha=float(min(1.0, plan[i, j] / top)), zorder=1)
+    ax.scatter(*x.T, s=40, color=PALETTE[colors[0]], edgecolors="black", linewidths=0.5, zorder=2, label="x")
+    ax.scatter(*y.T, s=40, color=PALETTE[colors[1]], edgecolors="black", linewidths=0.5, zorder=2, label="y")
+    ax.set(aspect="equal", xticks=[], yticks=[])
     ax.set_title(title, fontsize=10)

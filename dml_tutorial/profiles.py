@@ -19,6 +19,20 @@ CHAPTERS = {
         "full": {"dataset": "mnist", "seen": list(range(6)), "model": "convnet", "dim": 64, "epochs": 30,
                  "p": 6, "k": 32, "lr": 1e-3, "margin": 0.2, "n_seeds": 3, "threads": None},
     },
+    # DCDL (Roy et al.): section 4 and supplement section 7. Noise settings are (kind, rate) or None (clean).
+    "dcdl": {
+        "smoke": {"dataset": "digits", "model": "mlp", "dim": 64, "dropout": 0.1, "epochs": 6, "lr": 1e-3,
+                  "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"], "terms": ["L", "L-median", "W"],
+                  "noise": [None, ["symmetric", 0.3], ["asymmetric", 0.2]],
+                  "alone_noise": [None, ["symmetric", 0.3]], "lambdas": [0.1, 0.5, 5.0], "compare_with": "C-10"},
+        "full": {"dataset": "cifar10", "model": "vgg9", "dim": 64, "dropout": 0.1, "epochs": 100, "lr": 5e-4,
+                 "lr_step": 50, "n_seeds": 1, "threads": None, "locals": ["trip", "np", "ang", "ang_np"],
+                 "terms": ["L", "L-median", "W"],
+                 "noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1], ["asymmetric", 0.2]],
+                 "alone_noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1],
+                                 ["asymmetric", 0.2]],
+                 "lambdas": [0.01, 0.1, 0.2, 0.5, 0.7, 1.0, 5.0], "compare_with": "C-10"},
+    },
 }
 
 

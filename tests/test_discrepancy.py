@@ -193,3 +193,29 @@ def test_bad_inputs():
         D.classwise_discrepancy(x, torch.tensor([0, 0, 1, 1]), blur=0.1)
     with pytest.raises(ValueError, match="measure"):
         D.classwise_discrepancy(x, torch.tensor([0, 0, 1, 1]), "wasserstein")
+
+
+def test_the_papers_mmd_bandwidth_acts_on_close_same_class_pairs():
+    # Once a local loss has tightened the classes (same-class points ~0.1-0.3 apart), the sigma = 0.05 kernels
+    # are no longer the identity: the term has a gradient, which the chapter measures on trained embeddings.
+    z, y = _clustered(classes=10, per_class=10, spread=0.02, seed=17)
+    z = z.float().requires_grad_(True)
+    D.classwise_discrepancy(z, y, "mmd", kernel="laplacian", sigma=0.05).backward()
+    assert z.grad.norm().item() > 1e-2
+
+
+def test_classwise_gradient_repeats_exactly_with_two_threads():
+    # The gather of class members must not use advanced indexing: its backward accumulates repeated rows in a
+    # thread-dependent order on the CPU, which made training runs (and the chapter's stored outputs) differ.
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        z, y = _unit(100, seed=18, dtype=torch.float32), torch.arange(10).repeat_interleave(10)
+        grads = []
+        for _ in range(8):
+            zz = z.clone().requires_grad_(True)
+            D.classwise_discrepancy(zz, y).backward()
+            grads.append(zz.grad)
+        assert all(torch.equal(grads[0], g) for g in grads[1:])
+    finally:
+        torch.set_num_threads(threads)

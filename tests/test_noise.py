@@ -100,3 +100,11 @@ def test_paper_eq8_as_printed_disagrees_with_the_simulation_for_small_k():
     printed = 2 * p * (1 - p) + p**2 * (1 - 2 / (k - 1))  # eq. 8 of paper 004 as printed
     mc_pos, _ = _simulate_pair_noise(p, k, n, np.random.default_rng(1))
     assert abs(mc_pos - printed) > 20 * _se(mc_pos, n)
+
+
+def test_describe_names_the_columns_and_pairs_are_known_by_dataset():
+    assert noise.describe(None) == "clean" and noise.describe(("symmetric", 0.0)) == "clean"
+    assert noise.describe(("symmetric", 0.3)) == "sym 0.3" and noise.describe(["asymmetric", 0.2]) == "asym 0.2"
+    with pytest.raises(ValueError, match="noise kind"):
+        noise.describe(("pairwise", 0.1))
+    assert noise.PAIRS["cifar10"] is noise.CIFAR10_PAIRS and "cifar100" not in noise.PAIRS

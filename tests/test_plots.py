@@ -60,3 +60,15 @@ def test_sampling_panel_rings_the_picked_samples():
     assert len(rings.get_offsets()) == 2 and rings.get_sizes()[1] > rings.get_sizes()[0]
     assert len(ax.patches) == 2 and ax.get_title() == "t"
     plt.close(fig)
+
+
+def test_transport_panel_draws_one_segment_per_carried_mass():
+    x, y = np.zeros((2, 2)), np.ones((3, 2))
+    plan = np.array([[0.5, 0.0, 0.0], [0.0, 0.25, 0.25]])
+    fig, ax = plt.subplots()
+    plots.transport_panel(ax, x, y, plan, title="plan")
+    alphas = sorted(line.get_alpha() for line in ax.lines)
+    assert alphas == [0.5, 0.5, 1.0] and len(ax.collections) == 2 and ax.get_title() == "plan"
+    with pytest.raises(ValueError, match="shape"):
+        plots.transport_panel(ax, x, y, plan.T)
+    plt.close(fig)

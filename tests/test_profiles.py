@@ -36,3 +36,9 @@ def test_device_resolution():
     if not torch.cuda.is_available():
         with pytest.raises(ValueError, match="no CUDA GPU"):
             train.resolve_device("cuda")
+
+
+@pytest.mark.parametrize("chapter", sorted(profiles.CHAPTERS))
+def test_smoke_and_full_name_the_same_settings(chapter):
+    # a notebook reads the same keys whichever profile runs it
+    assert set(profiles.CHAPTERS[chapter]["smoke"]) == set(profiles.CHAPTERS[chapter]["full"])

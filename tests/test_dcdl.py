@@ -1,0 +1,93 @@
+"""The DCDL objective (eq. 5): the sum of its named terms with the paper's settings, the table row names, and the
+paper's numbers as quoted (checked against each other where the paper repeats a number)."""
+
+import math
+
+import pytest
+import torch
+
+from dml_tutorial import dcdl, losses
+from dml_tutorial.discrepancy import classwise_discrepancy
+
+
+def _batch(classes=5, per_class=4, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.nn.functional.normalize(torch.randn(classes * per_class, 16, generator=g), dim=1)
+    return z, torch.arange(classes).repeat_interleave(per_class)
+
+
+@pytest.mark.parametrize("term", ["L", "G", "L-median", "W"])
+def test_local_plus_lambda_term(term):
+    z, y = _batch()
+    options = dict(dcdl.TERMS[term])
+    expected = losses.npairs_loss(z, y) + dcdl.LAMBDA[term] * classwise_discrepancy(z, y, **options)
+    assert dcdl.dcdl_loss("np", term)(z, y).item() == pytest.approx(expected.item(), rel=1e-6)
+    lam = 0.37
+    expected = losses.npairs_loss(z, y) + lam * classwise_discrepancy(z, y, **options)
+    assert dcdl.dcdl_loss("np", term, lam)(z, y).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+def test_the_papers_local_losses_and_settings():
+    z, y = _batch(seed=1)
+    torch.manual_seed(3)  # semi-hard negatives are drawn at random: same seed, same draw
+    ours = dcdl.dcdl_loss("trip", None)(z, y)
+    torch.manual_seed(3)
+    paper = losses.triplet_loss(z, y, margin=0.5, squared=True, negatives="semihard-random")
+    assert ours.item() == pytest.approx(paper.item(), rel=1e-6)
+    assert dcdl.dcdl_loss("ang", None)(z, y).item() == pytest.approx(losses.angular_loss(z, y, 30.0).item())
+    assert dcdl.dcdl_loss("ang_np", None)(z, y).item() == pytest.approx(
+        (losses.npairs_loss(z, y) + 2 * losses.angular_loss(z, y, 45.0)).item(), rel=1e-6)
+    assert dcdl.TERMS["W"]["epsilon"] == 2.5e-3 and dcdl.TERMS["L"]["sigma"] == 0.05
+    assert dcdl.SAMPLES_PER_CLASS["trip"] == 10 and dcdl.SAMPLES_PER_CLASS["np"] == 2
+
+
+def test_a_term_alone_has_weight_one_and_a_zero_weight_keeps_the_graph():
+    z, y = _batch(seed=2)
+    alone = dcdl.dcdl_loss(None, "W")(z, y)
+    assert alone.item() == pytest.approx(classwise_discrepancy(z, y).item(), rel=1e-6)
+    zz = z.clone().requires_grad_(True)
+    zero = dcdl.dcdl_loss(None, "W", lam=0.0)(zz, y)
+    zero.backward()
+    assert zero.item() == 0.0 and torch.equal(zz.grad, torch.zeros_like(zz))
+
+
+@pytest.mark.parametrize("local", sorted(dcdl.LOCAL_LOSSES))
+def test_degenerate_batches_give_finite_losses(local):
+    z, _ = _batch(classes=1, per_class=6, seed=3)
+    for y in (torch.zeros(6, dtype=torch.long), torch.arange(6)):
+        zz = z.clone().requires_grad_(True)
+        value = dcdl.dcdl_loss(local, "W")(zz, y)
+        value.backward()
+        assert torch.isfinite(value) and torch.isfinite(zz.grad).all()
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="unknown local loss"):
+        dcdl.dcdl_loss("lifted", "W")
+    with pytest.raises(ValueError, match="unknown class-wise term"):
+        dcdl.dcdl_loss("trip", "wasserstein")
+    with pytest.raises(ValueError, match="needs a local loss"):
+        dcdl.dcdl_loss(None, None)
+    with pytest.raises(ValueError, match="non-negative"):
+        dcdl.dcdl_loss("trip", "W", lam=-1)
+
+
+def test_row_labels_are_the_keys_of_the_quoted_tables():
+    rows = {dcdl.label(local, term) for local in dcdl.LOCAL_LOSSES for term in (None, "L", "W")}
+    for table in dcdl.REPORTED.values():
+        assert set(table) == rows
+    assert set(dcdl.REPORTED_LAMBDA) == {dcdl.label(lo, t) for lo in ("trip", "np") for t in ("L", "W")}
+    assert set(dcdl.REPORTED_ALONE["C-10"]) == {dcdl.label(None, t) for t in ("L", "G", "W")}
+    assert dcdl.label("np", "W", 0.1) == "L_NP + 0.1 L^W" and dcdl.label("trip", "W", 0.5) == "L_Trip + L^W"
+
+
+def test_quoted_numbers_agree_where_the_paper_repeats_them():
+    # Supplement Table 3 (STL-10, clean) at the chosen lambdas repeats supplement Table 4's STL-10 column.
+    s10 = dcdl.REPORTED["S-10"]
+    assert dcdl.REPORTED_LAMBDA["L_Trip + L^L"][0.2] == s10["L_Trip + L^L"]["clean"]
+    assert dcdl.REPORTED_LAMBDA["L_Trip + L^W"][0.5] == s10["L_Trip + L^W"]["clean"]
+    assert dcdl.REPORTED_LAMBDA["L_Trip + L^W"][0.0] == s10["L_Trip"]["clean"]
+    assert dcdl.REPORTED_LAMBDA["L_NP + L^W"][0.5] == s10["L_NP + L^W"]["clean"]
+    for table in (*dcdl.REPORTED.values(), *dcdl.REPORTED_ALONE.values(), dcdl.REPORTED_LAMBDA):
+        for row in table.values():
+            assert all(v is None or (0 < v < 100 and not math.isnan(v)) for v in row.values())

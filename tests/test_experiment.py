@@ -1,0 +1,77 @@
+"""One noisy-label experiment end to end on a small offline dataset, the grid with its cache, the paired
+comparison against scipy's t distribution, and the table layout."""
+
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from dml_tutorial import data, dcdl, experiment, train
+
+CFG = {"model": "mlp", "dim": 8, "dropout": 0.1, "epochs": 2, "lr": 1e-3, "lr_step": 1, "threads": 1}
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return data.load_dataset("subclusters", split="samples", seed=0, num_classes=4, modes_per_class=2,
+                             samples_per_mode=30)
+
+
+def test_corrupt_keeps_the_clean_labels_and_repeats(splits):
+    assert experiment.corrupt(splits.train, None) is splits.train
+    noisy = experiment.corrupt(splits.train, ("symmetric", 0.5), seed=3)
+    again = experiment.corrupt(splits.train, ("symmetric", 0.5), seed=3)
+    assert np.array_equal(noisy.labels, again.labels)
+    assert np.array_equal(noisy.extras["clean"], splits.train.labels)
+    assert 0.3 < np.mean(noisy.labels != splits.train.labels) < 0.7
+    pairs = {0: 1}
+    asym = experiment.corrupt(splits.train, ("asymmetric", 1.0), pairs=pairs)
+    assert set(asym.labels[splits.train.labels == 0]) == {1}
+    assert np.array_equal(asym.labels[splits.train.labels != 0], splits.train.labels[splits.train.labels != 0])
+
+
+def test_train_and_probe_measures_and_repeats(splits):
+    runs = [experiment.train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), CFG, k=4, noise=("symmetric", 0.2),
+                                       seed=1) for _ in range(2)]
+    m = runs[0].metrics
+    assert set(m) == {"accuracy", "R@1", "flipped", "seconds"}
+    assert 0 <= m["accuracy"] <= 1 and 0 <= m["R@1"] <= 1 and 0 < m["flipped"] < 0.5
+    assert runs[0].test_embeddings.shape == (len(splits.test), CFG["dim"])
+    assert len(runs[0].history) == CFG["epochs"]
+    assert m["accuracy"] == runs[1].metrics["accuracy"]
+    assert torch.equal(runs[0].test_embeddings, runs[1].test_embeddings)
+
+
+def _fake_run(calls):
+    def run(value, seed):
+        calls.append((value, seed))
+        return experiment.Run({"accuracy": value + seed / 100}, torch.full((2, 2), float(seed)), train.History())
+    return run
+
+
+def test_grid_runs_every_seed_and_resumes_from_its_cache(tmp_path):
+    calls = []
+    configs = {("row", "clean"): {"value": 0.5}, ("row", "sym 0.3"): {"value": 0.25}}
+    first = experiment.grid(configs, [0, 1], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 4 and [r.metrics["accuracy"] for r in first[("row", "sym 0.3")]] == [0.25, 0.26]
+    second = experiment.grid(configs, [0, 1], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 4  # nothing re-run
+    assert torch.equal(second[("row", "clean")][1].test_embeddings, torch.ones(2, 2))
+    assert experiment.table(second) == {"row": {"clean": [0.5, 0.51], "sym 0.3": [0.25, 0.26]}}
+    with pytest.raises(ValueError, match="at least one seed"):
+        experiment.grid(configs, [], _fake_run(calls))
+
+
+def test_paired_difference_is_a_paired_t_test():
+    def runs(values):
+        return [experiment.Run({"accuracy": v}, None, None) for v in values]
+
+    a, b = [0.80, 0.82, 0.79, 0.85], [0.83, 0.83, 0.84, 0.86]
+    d = np.subtract(b, a)
+    t = d.mean() / (d.std(ddof=1) / np.sqrt(len(d)))
+    out = experiment.paired_difference(runs(a), runs(b))
+    assert out["mean"] == pytest.approx(d.mean()) and out["std"] == pytest.approx(d.std(ddof=1))
+    assert out["p"] == pytest.approx(2 * stats.t.sf(abs(t), len(d) - 1))
+    assert np.isnan(experiment.paired_difference(runs([0.5]), runs([0.6]))["p"])
+    with pytest.raises(ValueError, match="same, non-zero number"):
+        experiment.paired_difference(runs(a), runs(b[:2]))
