@@ -24,8 +24,9 @@ html: setup               ## build the static site from the notebooks' stored ou
 
 book: notebooks html      ## the main job
 
-test: setup               ## unit tests, nbval over the notebooks, the book build
-	$(BIN)/python -m pytest -n 2 --dist loadfile
+test: setup               ## unit tests and the book build on 2 workers, then nbval notebook by notebook (each uses both cores)
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests
+	$(BIN)/python -m pytest notebooks
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks

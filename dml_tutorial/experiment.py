@@ -43,31 +43,59 @@ def corrupt(dataset, noise, seed: int = 0, pairs=None):
     return dataset.with_labels(label_noise.corrupt_labels(dataset.labels, num_classes, rate, kind, pairs, seed=seed))
 
 
-def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
-                    device="auto", progress: bool = False, checkpoint=None) -> Run:
-    """Train a fresh ``cfg["model"]`` (``dim``, ``dropout``) with ``loss_fn`` for ``cfg["epochs"]`` epochs of
-    batches of every class x ``k`` samples (Adam, ``lr``, divided by 10 every ``lr_step`` epochs) on the training
-    split with ``noise`` applied, then probe it. The noise draw, the initialisation and the batches all follow
-    ``seed``."""
+def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None):
+    """A fresh ``cfg["model"]`` (``dim``, ``dropout``) trained with ``loss_fn`` for ``cfg["epochs"]`` epochs of
+    P x K batches (``batches_per_epoch`` of them, default: one pass): Adam at ``lr`` with ``weight_decay``, the
+    embedding layer at ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs.
+    Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
-    data = corrupt(splits.train, noise, seed, pairs)
-    num_classes = len(np.unique(data.labels))
-    model = models.make_model(cfg["model"], tuple(data.x.shape[1:]), cfg["dim"], dropout=cfg.get("dropout", 0.0))
-    optimizer = torch.optim.Adam(model.parameters(), lr=cfg["lr"])
+    in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
+    model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0))
+    head = list(model.embedding.parameters())
+    trunk = [q for q in model.parameters() if all(q is not h for h in head)]
+    optimizer = torch.optim.Adam([{"params": trunk}, {"params": head, "lr": cfg["lr"] * cfg.get("head_lr_mult", 1)}],
+                                 lr=cfg["lr"], weight_decay=cfg.get("weight_decay", 0.0))
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.get("lr_step") or cfg["epochs"] + 1,
                                                 gamma=0.1)
-    sampler = sampling.PKSampler(data.labels, p=num_classes, k=k, seed=seed,
-                                 batches_per_epoch=cfg.get("batches_per_epoch"))
+    sampler = sampling.PKSampler(data.labels, p=p, k=k, seed=seed, batches_per_epoch=cfg.get("batches_per_epoch"))
     start = time.perf_counter()
     history = train.fit(model, loss_fn, data, epochs=cfg["epochs"], sampler=sampler, optimizer=optimizer,
                         scheduler=scheduler, device=device, seed=seed, progress=progress, checkpoint=checkpoint,
-                        description=getattr(loss_fn, "__name__", "training"))
-    seconds = time.perf_counter() - start
+                        evaluate=evaluate, description=getattr(loss_fn, "__name__", "training"))
+    return model, history, time.perf_counter() - start
+
+
+def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
+                    device="auto", progress: bool = False, checkpoint=None) -> Run:
+    """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (see
+    :func:`_train` for the ``cfg`` keys), then probe it. The noise draw, the initialisation and the batches all
+    follow ``seed``."""
+    data = corrupt(splits.train, noise, seed, pairs)
+    model, history, seconds = _train(data, loss_fn, cfg, p=len(np.unique(data.labels)), k=k, seed=seed,
+                                     device=device, progress=progress, checkpoint=checkpoint)
     z_train, z_test = train.embed(model, data), train.embed(model, splits.test)
     flipped = float(np.mean(data.labels != splits.train.labels))
     return Run({"accuracy": metrics.linear_probe_accuracy(z_train, data.labels, z_test, splits.test.labels, seed),
                 "R@1": metrics.recall_at_k(z_test, splits.test.labels, ks=(1,))[1],
                 "flipped": flipped, "seconds": seconds}, z_test, history)
+
+
+def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int = 0, device="auto",
+                       progress: bool = False, checkpoint=None, curves: bool = False) -> Run:
+    """Zero-shot retrieval (ECAML, EPS): train on the training split (the seen classes) on P x K batches, then
+    measure the test split (the unseen classes): Recall@1/2/4/8, NMI and clustering F1 (k-means with as many
+    clusters as test classes). ``curves=True`` also records "seen R@1" (on the training split) and "unseen R@1"
+    after every epoch in the history: the generalisation gap of ECAML's Fig. 2."""
+    def evaluate(model):
+        return {"seen R@1": metrics.recall_at_k(train.embed(model, splits.train), splits.train.labels, (1,))[1],
+                "unseen R@1": metrics.recall_at_k(train.embed(model, splits.test), splits.test.labels, (1,))[1]}
+
+    model, history, seconds = _train(splits.train, loss_fn, cfg, p=p, k=k, seed=seed, device=device,
+                                     progress=progress, checkpoint=checkpoint, evaluate=evaluate if curves else None)
+    z_test = train.embed(model, splits.test)
+    scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed)
+    scores["F1"] = metrics.f1_clustering(z_test, splits.test.labels, seed=seed)
+    return Run({**scores, "seconds": seconds}, z_test, history)
 
 
 def grid(configs: dict, seeds, run, description: str = "runs", cache=None) -> dict:

@@ -33,6 +33,19 @@ CHAPTERS = {
                                  ["asymmetric", 0.2]],
                  "lambdas": [0.01, 0.1, 0.2, 0.5, 0.7, 1.0, 5.0], "compare_with": "C-10"},
     },
+    # ECAML (Chen & Deng): section 5. Class-disjoint retrieval: train on the seen classes, test on the others.
+    "ecaml": {
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
+                  "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2,
+                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
+                  "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
+        "full": {"dataset": "cars196", "seen": None, "model": "googlenet", "dim": 512, "dropout": 0.0,
+                 "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 2e-4, "head_lr_mult": 10,
+                 "lr_step": None, "p": 64, "k": 2, "n_seeds": 1, "threads": None,
+                 "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
+                 "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
+    },
 }
 
 

@@ -75,3 +75,15 @@ def test_paired_difference_is_a_paired_t_test():
     assert np.isnan(experiment.paired_difference(runs([0.5]), runs([0.6]))["p"])
     with pytest.raises(ValueError, match="same, non-zero number"):
         experiment.paired_difference(runs(a), runs(b[:2]))
+
+
+def test_train_and_retrieve_measures_unseen_classes_and_records_the_gap():
+    seen_unseen = data.load_dataset("subclusters", split="classes", seed=0, num_classes=4, modes_per_class=2,
+                                    samples_per_mode=20)
+    run = experiment.train_and_retrieve(seen_unseen, dcdl.dcdl_loss("trip", None), CFG, p=2, k=8, seed=0,
+                                        curves=True)
+    assert {"R@1", "R@2", "R@4", "R@8", "NMI", "F1", "seconds"} == set(run.metrics)
+    assert all(0 <= run.metrics[m] <= 1 for m in ("R@1", "R@8", "NMI", "F1"))
+    assert run.metrics["R@1"] <= run.metrics["R@2"] <= run.metrics["R@4"] <= run.metrics["R@8"]
+    assert len(run.history["seen R@1"]) == CFG["epochs"] and None not in run.history["unseen R@1"]
+    assert run.history["unseen R@1"][-1] == pytest.approx(run.metrics["R@1"])

@@ -1,0 +1,68 @@
+"""The Energy Confusion (EC) regulariser of ECAML (Chen & Deng, *Energy Confused Adversarial Metric Learning for
+Zero-Shot Image Retrieval and Clustering*).
+
+EC pulls the embeddings of *different* classes towards each other, against the metric loss, so that the network
+does not over-fit the seen classes (section 4.1):
+
+    L_ec(X_I, X_J) = E ||x_I - x_J||^2                          (eq. 3: squared Euclidean, mean over all pairs)
+    L = L_m + lambda * sum_{I != J} L_ec(X_I, X_J)              (eq. 7)
+    L = L_m + lambda * sum_{I != J} log(1 + L_ec(X_I, X_J))     (eq. 11)
+
+The paper applies EC to the embedding (fully connected) layer only ("the overfitting mainly appears at the fc
+layer"): :func:`embedding_layer_only` recomputes the embeddings with the backbone's output detached, so that the
+EC gradient reaches the embedding layer and not the backbone.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from ._checks import check_choice, check_embeddings
+from .distances import pairwise_sq_distances
+
+
+def class_pair_energies(embeddings, labels) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(L, classes)``: L[I, J] = mean over x_i of class I and x_j of class J of ||x_i - x_j||^2 (eq. 3) for
+    every pair of classes present, from one distance matrix: L = W D^2 W^T with W the per-class averaging matrix."""
+    z, y = check_embeddings(embeddings, labels)
+    classes = torch.unique(y)
+    w = (y[None, :] == classes[:, None]).to(z.dtype)
+    w = w / w.sum(1, keepdim=True)
+    return w @ pairwise_sq_distances(z) @ w.T, classes
+
+
+def energy_confusion(embeddings, labels, num_pairs: int | None = None, log: bool = False,
+                     generator: torch.Generator | None = None, reduction: str = "sum") -> torch.Tensor:
+    """The EC term: the sum of L_ec(X_I, X_J) over all ordered pairs of distinct classes of the batch (eq. 7), or
+    of log(1 + L_ec) with ``log=True`` (eq. 11). ``num_pairs``: that many ordered class pairs drawn uniformly at
+    random (with replacement) instead of all of them. ``reduction="mean"`` averages over the pairs instead of
+    summing, so that lambda does not grow with the number of classes per batch (the scale of the authors' code,
+    whose loss is lambda x one log-energy; our local losses are means too). A batch with fewer than two classes
+    gives a zero term that keeps its gradient graph."""
+    check_choice(reduction, ("sum", "mean"), "reduction")
+    if num_pairs is not None and int(num_pairs) < 1:
+        raise ValueError(f"num_pairs must be a positive integer or None, got {num_pairs}")
+    energies, classes = class_pair_energies(embeddings, labels)
+    if len(classes) < 2:
+        return energies.sum() * 0.0
+    terms = torch.log1p(energies) if log else energies
+    off_diagonal = ~torch.eye(len(classes), dtype=torch.bool, device=terms.device)
+    pairs = terms[off_diagonal]  # K (K - 1) ordered pairs
+    if num_pairs is not None:
+        pick = torch.randint(len(pairs), (int(num_pairs),), generator=generator,
+                             device=generator.device if generator is not None else "cpu")
+        pairs = pairs[pick.to(pairs.device)]
+    return pairs.mean() if reduction == "mean" else pairs.sum()
+
+
+def embedding_layer_only(model, x: torch.Tensor, normalize: bool | None = None) -> torch.Tensor:
+    """The embeddings of ``x`` with the backbone's features detached: gradients of a term computed on them reach
+    ``model.embedding`` and nothing before it (ECAML section 4.1; the authors' code does the same with
+    ``F.linear(features.detach(), fc.weight, fc.bias)``). ``model`` is an :class:`~dml_tutorial.models.Embedder`."""
+    if not hasattr(model, "embedding") or not hasattr(model, "features"):
+        raise ValueError("embedding_layer_only needs a dml_tutorial.models.Embedder (with .features and .embedding)")
+    with torch.no_grad():
+        features = model.features(x)
+    z = model.embedding(model.dropout(features))
+    use_norm = model.normalize if normalize is None else normalize
+    return torch.nn.functional.normalize(z, dim=1) if use_norm else z

@@ -1,0 +1,106 @@
+"""Energy Confusion (ECAML eq. 3, 7, 11) against loops; Lemmas 2 and 3 of the paper on random point sets; the term
+reaches the embedding layer and not the backbone; degenerate and bad inputs."""
+
+import itertools
+
+import pytest
+import torch
+
+from dml_tutorial import models
+from dml_tutorial import regularizers as R
+
+
+def _batch(classes=4, per_class=5, d=8, seed=0, dtype=torch.float64):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.randn(classes * per_class, d, generator=g, dtype=dtype)
+    return z, torch.arange(classes).repeat_interleave(per_class)
+
+
+def _l_ec(a, b):
+    """eq. 3 by a double loop: the mean of ||a_i - b_j||^2 over all pairs."""
+    return sum(((u - v) ** 2).sum() for u in a for v in b) / (len(a) * len(b))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("log", [False, True])
+def test_matches_the_loop_over_ordered_class_pairs(dtype, log):
+    z, y = _batch(classes=4, per_class=3, seed=1, dtype=dtype)
+    y = torch.tensor([0, 0, 0, 1, 1, 2, 2, 2, 2, 3, 3, 3])  # unbalanced classes too
+    loop = 0.0
+    for i, j in itertools.permutations(range(4), 2):
+        e = _l_ec(z[y == i], z[y == j])
+        loop += torch.log1p(e) if log else e
+    assert R.energy_confusion(z, y, log=log).item() == pytest.approx(float(loop), rel=1e-5)
+
+
+def test_sampled_pairs_are_an_unbiased_estimate():
+    z, y = _batch(classes=5, seed=2)
+    total = R.energy_confusion(z, y).item()
+    g = torch.Generator().manual_seed(0)
+    draws = torch.tensor([R.energy_confusion(z, y, num_pairs=1, generator=g).item() for _ in range(4000)])
+    assert draws.mean().item() == pytest.approx(total / 20, rel=0.05)  # 20 ordered pairs of 5 classes
+    g1, g2 = torch.Generator().manual_seed(3), torch.Generator().manual_seed(3)
+    assert R.energy_confusion(z, y, 7, generator=g1).item() == R.energy_confusion(z, y, 7, generator=g2).item()
+
+
+def _ged(a, b):
+    """Generalised energy distance with rho = ||.||^2 (ECAML eq. 4), V-statistics, by loops."""
+    return 2 * _l_ec(a, b) - _l_ec(a, a) - _l_ec(b, b)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_lemma2_and_lemma3(seed):
+    z, y = _batch(classes=2, per_class=6, d=5, seed=seed)
+    a, b = z[y == 0], z[y == 1]
+    energies, _ = R.class_pair_energies(z, y)
+    l_ec = energies[0, 1].item()
+    gamma2 = ((a.mean(0) - b.mean(0)) ** 2).sum().item()  # MMD^2 with the linear kernel k(u, v) = u.v
+    assert l_ec >= 0.5 * _ged(a, b).item() - 1e-12  # Lemma 2
+    assert gamma2 == pytest.approx(0.5 * _ged(a, b).item(), rel=1e-10)  # the proof's identity
+    assert l_ec >= gamma2  # Lemma 3
+    # equality when every class is a single point (no within-class spread)
+    point = torch.cat([a[:1].repeat(6, 1), b[:1].repeat(6, 1)])
+    e, _ = R.class_pair_energies(point, y)
+    assert e[0, 1].item() == pytest.approx(((a[0] - b[0]) ** 2).sum().item(), rel=1e-12)
+    assert e[0, 1].item() == pytest.approx(0.5 * _ged(point[:6], point[6:]).item(), rel=1e-10)
+
+
+def test_the_term_trains_the_embedding_layer_and_not_the_backbone():
+    torch.manual_seed(0)
+    model = models.MLP(in_dim=10, dim=4, hidden=16, dropout=0.0)
+    x, y = torch.randn(12, 10), torch.arange(3).repeat_interleave(4)
+    model.eval()
+    assert torch.allclose(R.embedding_layer_only(model, x), model(x))
+    R.energy_confusion(R.embedding_layer_only(model, x), y).backward()
+    assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.trunk.parameters())
+    assert torch.count_nonzero(model.embedding.weight.grad) > 0
+    model.zero_grad()
+    R.energy_confusion(model(x), y).backward()  # without the detach, the backbone would get a gradient
+    assert any(p.grad is not None and torch.count_nonzero(p.grad) > 0 for p in model.trunk.parameters())
+
+
+def test_degenerate_and_bad_inputs():
+    z, _ = _batch(classes=1, per_class=4, seed=4)
+    zz = z.clone().requires_grad_(True)
+    one_class = R.energy_confusion(zz, torch.zeros(4, dtype=torch.long))
+    one_class.backward()
+    assert one_class.item() == 0.0 and torch.isfinite(zz.grad).all()
+    dup = torch.zeros(4, 3, requires_grad=True)  # all points equal: zero energy, finite gradient
+    value = R.energy_confusion(dup, torch.tensor([0, 0, 1, 1]), log=True)
+    value.backward()
+    assert value.item() == 0.0 and torch.isfinite(dup.grad).all()
+    assert torch.isfinite(R.energy_confusion(z, torch.arange(4)))  # singletons
+    with pytest.raises(ValueError, match="num_pairs"):
+        R.energy_confusion(z, torch.arange(4), num_pairs=0)
+    with pytest.raises(ValueError, match="NaN"):
+        R.energy_confusion(z * float("nan"), torch.arange(4))
+    with pytest.raises(ValueError, match="Embedder"):
+        R.embedding_layer_only(torch.nn.Linear(3, 3), z[:, :3])
+
+
+def test_mean_reduction_divides_by_the_number_of_pairs():
+    z, y = _batch(classes=3, seed=5)
+    assert R.energy_confusion(z, y, log=True, reduction="mean").item() == pytest.approx(
+        R.energy_confusion(z, y, log=True).item() / 6, rel=1e-12)
+    with pytest.raises(ValueError, match="reduction"):
+        R.energy_confusion(z, y, reduction="max")
