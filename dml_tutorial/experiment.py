@@ -1,11 +1,15 @@
-"""One experiment, as the noisy-label chapters run it: corrupt the training labels, train an embedding with a given
-loss on class-balanced batches, and measure it with a linear probe (fitted on the training embeddings and their
-*observed* labels, scored on the clean test labels: the DCDL paper's protocol, section 4) and Recall@1.
+"""One experiment of a chapter: train a fresh embedding with a given loss on class-balanced batches, then measure it.
+
+- :func:`train_and_probe` (noisy labels, DCDL section 4): corrupt the training labels, train, and fit a linear
+  probe on the training embeddings and their *observed* labels, scored on the clean test labels; also Recall@1.
+- :func:`train_and_retrieve` (zero-shot retrieval, ECAML and EPS): train on the seen classes, measure
+  Recall@K, NMI and F1 on the unseen ones, optionally with seen/unseen Recall@1 after every epoch.
 
     run = train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), cfg, k=10, noise=("symmetric", 0.3), seed=0)
     run.metrics  # {"accuracy": ..., "R@1": ..., "flipped": ..., "seconds": ...}
 
-:func:`grid` runs many such experiments over several seeds with one progress bar.
+:func:`grid` runs many such experiments over several seeds with one progress bar (and an optional cache), and
+:func:`paired_difference` compares two configurations seed by seed.
 """
 
 from __future__ import annotations
