@@ -35,6 +35,7 @@ class Run:
     metrics: dict
     test_embeddings: torch.Tensor
     history: train.History
+    state: dict | None = None  # the trained weights, when asked for (``keep_state=True``); not cached by grid
 
 
 def corrupt(dataset, noise, seed: int = 0, pairs=None):
@@ -47,18 +48,24 @@ def corrupt(dataset, noise, seed: int = 0, pairs=None):
     return dataset.with_labels(label_noise.corrupt_labels(dataset.labels, num_classes, rate, kind, pairs, seed=seed))
 
 
-def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None):
+OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
+
+
+def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None, init=None):
     """A fresh ``cfg["model"]`` (``dim``, ``dropout``) trained with ``loss_fn`` for ``cfg["epochs"]`` epochs of
-    P x K batches (``batches_per_epoch`` of them, default: one pass): Adam at ``lr`` with ``weight_decay``, the
+    P x K batches (``batches_per_epoch`` of them, default: one pass): ``optimizer`` (Adam by default, or RMSprop)
+    at ``lr`` with ``weight_decay``, the
     embedding layer at ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs.
     Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
     model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0))
+    if init is not None:
+        model.load_state_dict(init)
     head = list(model.embedding.parameters())
     trunk = [q for q in model.parameters() if all(q is not h for h in head)]
-    optimizer = torch.optim.Adam([{"params": trunk}, {"params": head, "lr": cfg["lr"] * cfg.get("head_lr_mult", 1)}],
-                                 lr=cfg["lr"], weight_decay=cfg.get("weight_decay", 0.0))
+    groups = [{"params": trunk}, {"params": head, "lr": cfg["lr"] * cfg.get("head_lr_mult", 1)}]
+    optimizer = OPTIMIZERS[cfg.get("optimizer", "adam")](groups, lr=cfg["lr"], weight_decay=cfg.get("weight_decay", 0.0))
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.get("lr_step") or cfg["epochs"] + 1,
                                                 gamma=0.1)
     sampler = sampling.PKSampler(data.labels, p=p, k=k, seed=seed, batches_per_epoch=cfg.get("batches_per_epoch"))
@@ -84,22 +91,46 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
                 "flipped": flipped, "seconds": seconds}, z_test, history)
 
 
+def subsample(dataset, fraction: float, seed: int = 0):
+    """A random ``fraction`` of the samples (at least two per class kept where a class has them): the
+    "topline" of paper 004, section 6.1, trained on the 1 - p clean samples that noise rate p leaves correct."""
+    if not 0 < fraction <= 1:
+        raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
+    if fraction == 1:
+        return dataset
+    rng = np.random.default_rng(seed)
+    keep = rng.random(len(dataset.labels)) < fraction
+    for c in np.unique(dataset.labels):
+        members = np.flatnonzero(dataset.labels == c)
+        if keep[members].sum() < 2:
+            keep[members[:2]] = True
+    return dataset.subset(keep)
+
+
 def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int = 0, device="auto",
-                       progress: bool = False, checkpoint=None, curves: bool = False) -> Run:
-    """Zero-shot retrieval (ECAML, EPS): train on the training split (the seen classes) on P x K batches, then
-    measure the test split (the unseen classes): Recall@1/2/4/8, NMI and clustering F1 (k-means with as many
-    clusters as test classes). ``curves=True`` also records "seen R@1" (on the training split) and "unseen R@1"
-    after every epoch in the history: the generalisation gap of ECAML's Fig. 2."""
+                       progress: bool = False, checkpoint=None, curves: bool = False, noise=None, pairs=None,
+                       fraction: float = 1.0, init=None, keep_state: bool = False) -> Run:
+    """Zero-shot retrieval (ECAML, EPS, noise guarantees): train on the training split (the seen classes) on
+    P x K batches, then measure the test split (the unseen classes): Recall@1/2/4/8, NMI and clustering F1 (k-means
+    with as many clusters as test classes).
+
+    - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch;
+    - ``noise`` corrupts the training labels as in :func:`corrupt`; ``fraction`` keeps only that random fraction
+      of the training samples (:func:`subsample`); both follow ``seed``;
+    - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
+      weights in ``Run.state``."""
     def evaluate(model):
         return {"seen R@1": metrics.recall_at_k(train.embed(model, splits.train), splits.train.labels, (1,))[1],
                 "unseen R@1": metrics.recall_at_k(train.embed(model, splits.test), splits.test.labels, (1,))[1]}
 
-    model, history, seconds = _train(splits.train, loss_fn, cfg, p=p, k=k, seed=seed, device=device,
-                                     progress=progress, checkpoint=checkpoint, evaluate=evaluate if curves else None)
+    data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
+    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
+                                     checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
     z_test = train.embed(model, splits.test)
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed)
     scores["F1"] = metrics.f1_clustering(z_test, splits.test.labels, seed=seed)
-    return Run({**scores, "seconds": seconds}, z_test, history)
+    state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
+    return Run({**scores, "seconds": seconds}, z_test, history, state)
 
 
 def grid(configs: dict, seeds, run, description: str = "runs", cache=None) -> dict:

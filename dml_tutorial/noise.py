@@ -97,3 +97,91 @@ def pair_noise_rates(p: float, num_classes: int) -> tuple[float, float]:
     q_neg = 2 * p * (1 - p) / (k - 1) + p**2 * (k - 2) / (k - 1) ** 2
     q_pos = 2 * p * (1 - p) + p**2 * (1 - 1 / (k - 1))
     return float(q_pos), float(q_neg)
+
+
+def noise_multiplier(p: float, num_classes: int, w_neg_over_w_pos=None) -> float:
+    """Q of paper 004, eq. 22: the factor that scales the clean risk gap into the noisy one,
+
+        Q = min over t in {+1, -1} of  1 - q_t - q_t w_{-t} / w_t,
+
+    with (q_+1, q_-1) = :func:`pair_noise_rates` (exact for finite K). ``w_neg_over_w_pos``: the ratio of the weight
+    of a negative pair to that of a positive pair, a number or several (then the worst case over all of them);
+    default 1/K, the pair-balanced weights of eq. 15, which gives eq. 24. Q >= 0 means a minimiser of the clean
+    risk also minimises the noisy one (eq. 23)."""
+    q_pos, q_neg = pair_noise_rates(p, num_classes)
+    ratios = np.atleast_1d(1.0 / int(num_classes) if w_neg_over_w_pos is None else w_neg_over_w_pos).astype(float)
+    if (ratios <= 0).any():
+        raise ValueError(f"weight ratios must be positive, got {ratios}")
+    return float(min(1 - q_pos - q_pos * ratios.max(), 1 - q_neg - q_neg / ratios.min()))
+
+
+def _largest_p(q_of_p, level: float, num_classes: int) -> float:
+    """The largest noise rate p in [0, 1 - 1/K] with Q(p) >= level (Q decreases in p there: beyond 1 - 1/K the
+    labels carry no information)."""
+    from scipy.optimize import brentq
+
+    p_max = 1 - 1 / int(num_classes)
+    if q_of_p(0.0) < level:
+        return 0.0
+    if q_of_p(p_max) >= level:
+        return p_max
+    return float(brentq(lambda p: q_of_p(p) - level, 0.0, p_max, xtol=1e-12))
+
+
+def triplet_noise_bound(eta: float, num_classes: int, level: float = 0.0) -> float:
+    """The largest uniform noise rate p for which the triplet loss with hinge and mining keeps its minimiser
+    (paper 004, section 4.2): negative pairs weigh eta/K (harder) or 1/(eta K) (easier) against 1 for positives,
+    and Q(p) >= ``level`` must hold for the worst of them. Solved exactly for finite K; as K grows it tends to
+    eq. 27's p < 1 - sqrt(1 - 1/eta), the difference being the paper's epsilon(K)."""
+    if eta < 1:
+        raise ValueError(f"eta is a skew >= 1, got {eta}")
+    k = int(num_classes)
+    return _largest_p(lambda p: noise_multiplier(p, k, [eta / k, 1 / (eta * k)]), level, k)
+
+
+def marginal_noise_bound(gamma: float, num_classes: int, level: float = 0.0) -> float:
+    """The same for the marginal loss with hinge and mining (section 5.3): positives weigh eta+, negatives eta-/K,
+    gamma = eta-/eta+ <= 1. With ``level=0`` it tends, as K grows, to eq. 37's p < 1 - sqrt(1 - gamma); the text
+    asks for Q >= 0.5 (``level=0.5``), which gives the lower 1 - sqrt(1 - gamma / 2) instead."""
+    if not 0 < gamma <= 1:
+        raise ValueError(f"gamma = eta-/eta+ must lie in (0, 1], got {gamma}")
+    k = int(num_classes)
+    return _largest_p(lambda p: noise_multiplier(p, k, gamma / k), level, k)
+
+
+def negative_skew(embeddings, observed, true, negatives: str = "semihard-random", margin: float = 0.2,
+                  squared: bool = False, p: int | None = None, k: int = 10, batches: int = 50,
+                  seed: int = 0) -> float:
+    """How much more often a mining strategy picks *corrupted* negative pairs than uniform sampling would: the skew
+    eta of paper 004, section 4.2, measured. As in training, mining happens inside class-balanced batches
+    (``batches`` of ``p`` classes x ``k`` samples by the observed labels; ``p`` defaults to all classes, at most
+    12), positives and negatives follow the ``observed`` labels, and a mined pair (a, n) is corrupted if the
+    ``true`` labels say a and n are of the same class:
+
+        eta = P(corrupted | mined negative) / P(corrupted | any observed negative pair of the same anchors)
+
+    ``negatives="all"`` gives exactly 1. ``nan`` when no observed negative pair is corrupted (no noise)."""
+    import torch
+
+    from .distances import pairwise_distances
+    from .sampling import PKSampler, mine_negatives, positive_pairs
+
+    z = torch.as_tensor(np.asarray(embeddings, dtype=np.float32))
+    y_obs, y_true = np.asarray(observed), np.asarray(true)
+    if len(z) != len(y_obs) or len(y_obs) != len(y_true):
+        raise ValueError("embeddings, observed and true labels must have the same length")
+    classes = len(np.unique(y_obs))
+    sampler = PKSampler(y_obs, p=min(p or classes, classes, 12), k=k, seed=seed, batches_per_epoch=batches)
+    g = torch.Generator().manual_seed(seed)
+    picked = corrupted = pairs = corrupted_pairs = 0
+    for idx in sampler:
+        zb, yb, tb = z[idx], torch.as_tensor(y_obs[idx]), torch.as_tensor(y_true[idx])
+        dist = pairwise_distances(zb, squared=squared)
+        a, pos = positive_pairs(dist, yb)
+        ta, _, tn = mine_negatives(dist, yb, a, pos, negatives, margin, g, dim=z.shape[1])
+        ua, _, un = mine_negatives(dist, yb, a, pos, "all")
+        picked, corrupted = picked + len(ta), corrupted + int((tb[ta] == tb[tn]).sum())
+        pairs, corrupted_pairs = pairs + len(ua), corrupted_pairs + int((tb[ua] == tb[un]).sum())
+    if picked == 0 or corrupted_pairs == 0:
+        return float("nan")
+    return (corrupted / picked) / (corrupted_pairs / pairs)

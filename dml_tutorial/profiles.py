@@ -46,6 +46,17 @@ CHAPTERS = {
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                  "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
     },
+    # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
+    "noise_guarantees": {
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
+                  "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "optimizer": "adam", "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2,
+                  "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4},
+        "full": {"dataset": "cub200", "seen": None, "model": "resnet34", "dim": 128, "dropout": 0.0,
+                 "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
+                 "optimizer": "rmsprop", "lr_step": None, "p": 12, "k": 5, "n_seeds": 1, "threads": None,
+                 "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "skew_rate": 0.4},
+    },
 }
 
 

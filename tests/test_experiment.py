@@ -87,3 +87,21 @@ def test_train_and_retrieve_measures_unseen_classes_and_records_the_gap():
     assert run.metrics["R@1"] <= run.metrics["R@2"] <= run.metrics["R@4"] <= run.metrics["R@8"]
     assert len(run.history["seen R@1"]) == CFG["epochs"] and None not in run.history["unseen R@1"]
     assert run.history["unseen R@1"][-1] == pytest.approx(run.metrics["R@1"])
+
+
+def test_noise_fraction_and_init_in_retrieval(splits):
+    seen_unseen = data.load_dataset("subclusters", split="classes", seed=0, num_classes=4, modes_per_class=2,
+                                    samples_per_mode=20)
+    kept = experiment.subsample(seen_unseen.train, 0.5, seed=1)
+    assert 0.3 * len(seen_unseen.train) < len(kept) < 0.7 * len(seen_unseen.train)
+    assert experiment.subsample(seen_unseen.train, 1.0) is seen_unseen.train
+    with pytest.raises(ValueError, match="fraction"):
+        experiment.subsample(seen_unseen.train, 0.0)
+    loss = dcdl.dcdl_loss("trip", None)
+    first = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0, keep_state=True)
+    assert first.state is not None and "embedding.weight" in first.state
+    zero = {**CFG, "epochs": 0}  # no training: the embeddings are those of the initial weights
+    resumed = experiment.train_and_retrieve(seen_unseen, loss, zero, p=2, k=8, seed=5, init=first.state)
+    assert torch.allclose(resumed.test_embeddings, first.test_embeddings)
+    noisy = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0, noise=("symmetric", 0.5))
+    assert not torch.equal(noisy.test_embeddings, first.test_embeddings)

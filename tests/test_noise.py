@@ -1,6 +1,9 @@
 """Label noise: empirical rates on 100k labels, reproducibility, bad input, and the pair-noise rates of paper 004
 checked against a Monte Carlo simulation of its noise model (eq. 6)."""
 
+import itertools
+import math
+
 import numpy as np
 import pytest
 
@@ -108,3 +111,73 @@ def test_describe_names_the_columns_and_pairs_are_known_by_dataset():
     with pytest.raises(ValueError, match="noise kind"):
         noise.describe(("pairwise", 0.1))
     assert noise.PAIRS["cifar10"] is noise.CIFAR10_PAIRS and "cifar100" not in noise.PAIRS
+
+
+# ----------------------------------------------------------------------------------- bounds of paper 004
+@pytest.mark.parametrize("k", [3, 10, 100])
+def test_noise_multiplier_is_one_without_noise_and_decreases(k):
+    assert noise.noise_multiplier(0.0, k) == 1.0
+    qs = [noise.noise_multiplier(p, k) for p in np.linspace(0, 1 - 1 / k, 30)]
+    assert all(b <= a + 1e-12 for a, b in itertools.pairwise(qs))
+
+
+def test_noise_multiplier_from_simulated_pair_noise():
+    # Q from Monte Carlo pair-noise rates (eq. 6 simulated) agrees with Q from the closed forms
+    p, k, n = 0.3, 5, 1_000_000
+    mc_pos, mc_neg = _simulate_pair_noise(p, k, n, np.random.default_rng(2))
+    ratio = 1 / k
+    from_mc = min(1 - mc_pos - mc_pos * ratio, 1 - mc_neg - mc_neg / ratio)
+    assert noise.noise_multiplier(p, k) == pytest.approx(from_mc, abs=6 * _se(0.5, n) * (1 + 1 / ratio))
+
+
+@pytest.mark.parametrize("eta", [1.5, 2.0, 5.0])
+def test_triplet_bound_tends_to_eq27_and_holds_with_equality(eta):
+    large_k = noise.triplet_noise_bound(eta, 10**6)
+    assert large_k == pytest.approx(1 - math.sqrt(1 - 1 / eta), abs=1e-4)
+    for k in (10, 100):
+        bound = noise.triplet_noise_bound(eta, k)
+        assert bound < 1 - math.sqrt(1 - 1 / eta)  # epsilon(K) > 0: finite K is stricter
+        assert noise.noise_multiplier(bound, k, [eta / k, 1 / (eta * k)]) == pytest.approx(0.0, abs=1e-9)
+    bounds = [noise.triplet_noise_bound(e, 50) for e in (1.2, 2.0, 4.0, 8.0)]
+    assert bounds == sorted(bounds, reverse=True)  # more skew, less tolerance
+
+
+def test_marginal_bound_eq37_is_the_q_at_least_zero_bound_not_q_half():
+    gamma = 0.6
+    assert noise.marginal_noise_bound(gamma, 10**6) == pytest.approx(1 - math.sqrt(1 - gamma), abs=1e-4)
+    half = noise.marginal_noise_bound(gamma, 10**6, level=0.5)
+    assert half == pytest.approx(1 - math.sqrt(1 - gamma / 2), abs=1e-4)
+    assert half < 1 - math.sqrt(1 - gamma) - 0.05  # what the text's Q >= 0.5 would give is much lower
+    bounds = [noise.marginal_noise_bound(g, 50) for g in (0.2, 0.5, 0.8, 1.0)]
+    assert bounds == sorted(bounds)
+
+
+def test_bound_arguments():
+    with pytest.raises(ValueError, match="eta"):
+        noise.triplet_noise_bound(0.5, 10)
+    with pytest.raises(ValueError, match="gamma"):
+        noise.marginal_noise_bound(1.5, 10)
+    with pytest.raises(ValueError, match="positive"):
+        noise.noise_multiplier(0.1, 10, [0.0])
+
+
+# ----------------------------------------------------------------------------------- measured skew eta
+def _noisy_embedding(seed=0):
+    """Four classes on the unit circle; 30% of the labels flipped. A flipped sample keeps its true position, so a
+    corrupted negative of an anchor sits right next to it: the hardest negatives are the corrupted ones."""
+    rng = np.random.default_rng(seed)
+    true = np.repeat(np.arange(4), 25)
+    angles = true * np.pi / 2 + rng.normal(0, 0.25, len(true))
+    z = np.stack([np.cos(angles), np.sin(angles)], 1)
+    observed = noise.corrupt_labels(true, 4, 0.3, seed=seed)
+    return z, observed, true
+
+
+def test_negative_skew_is_one_for_all_negatives_and_large_for_hard_mining():
+    z, observed, true = _noisy_embedding()
+    assert noise.negative_skew(z, observed, true, "all") == pytest.approx(1.0)
+    assert noise.negative_skew(z, observed, true, "random", batches=400) == pytest.approx(1.0, abs=0.1)
+    assert noise.negative_skew(z, observed, true, "hard") > 2.0
+    assert math.isnan(noise.negative_skew(z, true, true, "hard"))  # no noise, no corrupted pair
+    with pytest.raises(ValueError, match="same length"):
+        noise.negative_skew(z, observed[:-1], true)
