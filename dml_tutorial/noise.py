@@ -5,6 +5,11 @@ Sample-level noise (paper 004, Le & Odobez, eq. 6; DCDL paper section 4.1, Fig. 
   classes drawn uniformly (so the flip rate is exactly p);
 - ``asymmetric``: a label of a class that has a pair (a visually similar class) is replaced by its pair with
   probability p; other classes are left alone (DCDL: TRUCK->AUTOMOBILE, BIRD->AIRPLANE, DEER->HORSE, CAT<->DOG).
+
+The theory of paper 004 on top of it: the pair-label noise rates (:func:`pair_noise_rates`, eq. 7-8), the
+multiplier Q (:func:`noise_multiplier`, eq. 22), the noise rates the triplet and marginal losses tolerate
+(:func:`triplet_noise_bound`, eq. 27; :func:`marginal_noise_bound`, eq. 37), and the skew eta of a mining strategy,
+measured on an embedding (:func:`negative_skew`, section 4.2).
 """
 
 import numpy as np
