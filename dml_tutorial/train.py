@@ -42,14 +42,24 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
-def seed_everything(seed: int, threads: int | None = None):
+def seed_everything(seed: int, threads: int | None = None, deterministic: bool = False):
     """Seed Python, NumPy and torch (CPU and CUDA); optionally fix torch's CPU thread count, which also fixes the
-    order of floating-point reductions (so CPU results repeat exactly on a machine)."""
+    order of floating-point reductions (so CPU results repeat exactly on a machine).
+
+    On a GPU, seeding is not enough: some CUDA kernels (cuBLAS reductions, atomic adds) round differently from run
+    to run, so two seeded runs agree only to about 1e-5 (measured on an H100). ``deterministic=True`` turns on
+    ``torch.use_deterministic_algorithms`` (and the cuBLAS workspace setting it needs, which must come before the
+    first cuBLAS call), at some cost in speed; it stays on for the process. An MLP then repeats bit for bit on
+    CUDA; ops with no deterministic CUDA kernel, such as the backward of adaptive average pooling in ``ConvNet``
+    and ``VGG9``, warn and stay as they are (``warn_only``) rather than stop the run."""
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
     if threads:
         torch.set_num_threads(threads)
+    if deterministic:
+        os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+        torch.use_deterministic_algorithms(True, warn_only=True)
 
 
 @dataclass
@@ -75,11 +85,13 @@ def _rng_state():
 
 
 def _set_rng_state(s):
+    """Restore the states saved by `_rng_state`. torch wants CPU byte tensors here, and ``torch.load(...,
+    map_location="cuda")`` moves every tensor of a checkpoint to the GPU, hence the ``.cpu()``."""
     random.setstate(s["python"])
     np.random.set_state(s["numpy"])
-    torch.set_rng_state(s["torch"])
+    torch.set_rng_state(s["torch"].cpu())
     if s["cuda"] is not None and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(s["cuda"])
+        torch.cuda.set_rng_state_all([state.cpu() for state in s["cuda"]])
 
 
 def save_checkpoint(path, **state):

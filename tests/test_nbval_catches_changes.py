@@ -5,6 +5,7 @@ includes the imports, the profile resolution and a computed table of distances).
 
 import copy
 import json
+import os
 import subprocess
 import sys
 
@@ -28,9 +29,11 @@ def _truncated_copy(nb):
 
 
 def _nbval(path):
+    # The stored outputs are the CPU smoke profile's; on a GPU machine PROFILE="auto" would pick the full profile.
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval",
-                           "--nbval-current-env", str(path), "-q"], cwd=path.parent, capture_output=True, text=True, check=False,
-                          timeout=600)
+                           "--nbval-current-env", str(path), "-q"], cwd=path.parent, capture_output=True, text=True,
+                          check=False, timeout=600, env=env)
 
 
 @pytest.fixture(scope="module")

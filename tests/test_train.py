@@ -40,8 +40,8 @@ def test_killed_and_resumed_run_matches_uninterrupted_run(tmp_path):
     assert _run(tmp_path, "killed").wait(timeout=300) == 0
     a = torch.load(tmp_path / "straight.final")
     b = torch.load(tmp_path / "killed.final")
-    for k in a:
-        assert torch.equal(a[k], b[k]), k
+    for k in a:  # exact on CPU; on CUDA ConvNet's pooling backward has no deterministic kernel (seed_everything)
+        assert torch.equal(a[k], b[k]) if a[k].device.type == "cpu" else torch.allclose(a[k], b[k], atol=1e-4), k
     assert len(torch.load(ckpt, weights_only=False)["history"]) == EPOCHS
 
 
@@ -81,8 +81,9 @@ def test_a_loss_module_is_trained_and_checkpointed(tmp_path):
     ckpt = tmp_path / "margin.pt"
     train.fit(models.MLP(64, dim=8), loss, s.train, epochs=2, progress=False, lr=1e-2, checkpoint=ckpt,
               sampler=sampling.PKSampler(s.train.labels, 5, 4, batches_per_epoch=3))
-    assert not torch.allclose(loss.beta.detach(), torch.full((10,), 1.2)), "the betas must be optimised"
-    assert torch.equal(torch.load(ckpt, weights_only=False)["loss"]["beta"], loss.beta.detach())
+    beta = loss.beta.detach().cpu()  # fit moves the loss module to the device (CUDA where there is one)
+    assert not torch.allclose(beta, torch.full((10,), 1.2)), "the betas must be optimised"
+    assert torch.equal(torch.load(ckpt, weights_only=False, map_location="cpu")["loss"]["beta"], beta)
     resumed = losses.MarginLoss(num_classes=10, negatives="all")
     train.fit(models.MLP(64, dim=8), resumed, s.train, epochs=2, progress=False, checkpoint=ckpt,
               sampler=sampling.PKSampler(s.train.labels, 5, 4, batches_per_epoch=3))
