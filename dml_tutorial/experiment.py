@@ -36,6 +36,7 @@ class Run:
     test_embeddings: torch.Tensor
     history: train.History
     state: dict | None = None  # the trained weights, when asked for (``keep_state=True``); not cached by grid
+    train_embeddings: torch.Tensor | None = None  # the training split's (train_and_retrieve), for seen-class plots
 
 
 def corrupt(dataset, noise, seed: int = 0, pairs=None):
@@ -53,13 +54,15 @@ OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 
 def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None, init=None):
     """A fresh ``cfg["model"]`` (``dim``, ``dropout``) trained with ``loss_fn`` for ``cfg["epochs"]`` epochs of
-    P x K batches (``batches_per_epoch`` of them, default: one pass): ``optimizer`` (Adam by default, or RMSprop)
+    P x K batches (``batches_per_epoch`` of them, default: one pass), L2-normalised unless ``normalize`` is
+    False: ``optimizer`` (Adam by default, or RMSprop)
     at ``lr`` with ``weight_decay``, the
     embedding layer at ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs.
     Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
-    model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0))
+    model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0),
+                              normalize=cfg.get("normalize", True))
     if init is not None:
         model.load_state_dict(init)
     head = list(model.embedding.parameters())
@@ -126,11 +129,11 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
-    z_test = train.embed(model, splits.test)
+    z_train, z_test = train.embed(model, splits.train), train.embed(model, splits.test)
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed)
     scores["F1"] = metrics.f1_clustering(z_test, splits.test.labels, seed=seed)
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
-    return Run({**scores, "seconds": seconds}, z_test, history, state)
+    return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 
 
 def grid(configs: dict, seeds, run, description: str = "runs", cache=None) -> dict:
@@ -158,10 +161,11 @@ def _cached(run, kwargs, seed, cache, key) -> Run:
     path = Path(cache) / f"{name}-seed{seed}.pt"
     if path.exists():
         state = torch.load(path, weights_only=False)
-        return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]))
+        return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
+                   train_embeddings=state.get("train_embeddings"))
     result = run(**kwargs, seed=seed)
     train.save_checkpoint(path, metrics=result.metrics, test_embeddings=result.test_embeddings,
-                          history=result.history.records)
+                          history=result.history.records, train_embeddings=result.train_embeddings)
     return result
 
 

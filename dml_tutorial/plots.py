@@ -41,12 +41,14 @@ def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
     labels = np.asarray(labels)
     groups = np.zeros(len(labels), int) if groups is None else np.asarray(groups)
     for i, c in enumerate(np.unique(labels)):
+        labelled = False  # one legend entry per class, on its first group that has points
         for g_i, g in enumerate(np.unique(groups)):
             m = (labels == c) & (groups == g)
             if m.any():
                 name = names[c] if names is not None else str(c)
                 ax.scatter(xy[m, 0], xy[m, 1], s=s, color=PALETTE[i % len(PALETTE)], marker=MARKERS[g_i % 8],
-                           label=name if g_i == 0 else None, alpha=0.8, linewidths=0)
+                           label=None if labelled else name, alpha=0.8, linewidths=0)
+                labelled = True
     ax.set(title=title, xlabel="component 1", ylabel="component 2", xticks=[], yticks=[])
 
 

@@ -46,6 +46,21 @@ CHAPTERS = {
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                  "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
     },
+    # EPS (Levi et al., paper 002): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
+    "eps": {
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
+                  "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
+                  "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
+                  "even_odd_dataset": "digits", "even_odd_epochs": 40, "even_odd_k": 32,
+                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS"},
+        "full": {"dataset": "cars196", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
+                 "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
+                 "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
+                 "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8], "positives_batches": 100,
+                 "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64,
+                 "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS"},
+    },
     # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
     "noise_guarantees": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,

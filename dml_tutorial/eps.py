@@ -1,0 +1,127 @@
+"""Class collapse and easy positive sampling (Levi et al., *Reducing Class Collapse in Metric Learning with Easy
+Positive Sampling*, paper 002).
+
+Under label noise, the minimisers of the triplet and margin losses put every sample of a class on one point
+(Theorems 1-2). EPS (section 4.3) pulls each anchor only toward its *nearest* same-class sample of the batch,
+x_p = argmin_{y_t = y_a} ||f(t) - f(a)||, which leaves a class free to keep several modes (Claims 1-2). In this
+package EPS is the ``positives="easy"`` option of the losses (:func:`dml_tutorial.sampling.positive_pairs`).
+
+    loss = eps_loss("margin", eps=True)      # EPS + Dist-Margin
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import partial
+
+import numpy as np
+import torch
+
+from . import losses, metrics
+from ._checks import check_embeddings
+from .distances import pairwise_distances
+
+#: The losses of section 5.2 with the defaults the paper keeps (Roth et al.'s framework; section 5 and Appendix C):
+#: triplet + semi-hard negatives (margin 0.2), margin loss + distance-weighted negatives (alpha = 0.2,
+#: beta = 1.2), multi-similarity with its own mining (alpha = 2, lambda = 1, beta = 50).
+LOSSES = {
+    "triplet": partial(losses.triplet_loss, margin=0.2, negatives="semihard-random"),
+    "margin": partial(losses.margin_loss, alpha=0.2, beta=1.2, negatives="distance"),
+    "ms": partial(losses.multi_similarity_loss, alpha=2.0, lam=1.0, beta=50.0),
+}
+NAMES = {"triplet": "Trip. + SH", "margin": "Dist-Margin", "ms": "MS"}
+
+
+def eps_loss(name: str, eps: bool = True):
+    """The loss ``name`` of :data:`LOSSES` with easy positives (``eps=True``) or with every positive pair."""
+    if name not in LOSSES:
+        raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
+    fn = partial(LOSSES[name], positives="easy" if eps else "all")
+    fn.__name__ = label(name, eps)
+    return fn
+
+
+def label(name: str, eps: bool) -> str:
+    """The row name the paper's tables use, e.g. ``EPS + Dist-Margin``."""
+    return ("EPS + " if eps else "") + NAMES[name]
+
+
+def even_odd(splits):
+    """Section 5.1: the same splits with the training labels replaced by digit parity (0 even, 1 odd); the digits
+    stay in ``train.extras['clean']`` for evaluation. The test split (the unseen digits) keeps its digit labels."""
+    return replace(splits, train=splits.train.with_labels(splits.train.labels % 2),
+                   name=f"{splits.name} (even/odd training labels)")
+
+
+def mode_separation(embeddings, classes, modes) -> float:
+    """How far apart a class keeps its modes: for each class with two or more modes, the mean distance between
+    samples of *different* modes divided by the mean distance between samples of the *same* mode; averaged over
+    classes. About 1 when a class has collapsed onto one blob (Theorems 1-2), large when its modes stay apart."""
+    z, y = check_embeddings(embeddings, classes, min_samples=2)
+    m = torch.as_tensor(np.asarray(modes), device=z.device)
+    ratios = []
+    for c in torch.unique(y):
+        zc, mc = z[y == c], m[y == c]
+        if len(torch.unique(mc)) < 2:
+            continue
+        d = pairwise_distances(zc)
+        same = (mc[:, None] == mc[None, :]) & ~torch.eye(len(mc), dtype=torch.bool, device=z.device)
+        other = mc[:, None] != mc[None, :]
+        if same.any():
+            ratios.append((d[other].mean() / d[same].mean().clamp(min=1e-12)).item())
+    if not ratios:
+        raise ValueError("mode_separation needs a class with two or more modes, one of them with two samples")
+    return float(np.mean(ratios))
+
+
+def collapse_metrics(embeddings, classes, modes, seed: int = 0) -> dict:
+    """What the chapter measures on data with known modes: :func:`mode_separation`, NMI against the classes
+    (k-means with one cluster per class), NMI+ against the modes (one cluster per mode; section 5.2) and Recall@1
+    by mode (is the nearest neighbour from the same mode, not just the same class?)."""
+    modes = torch.as_tensor(np.asarray(modes))
+    return {"separation": mode_separation(embeddings, classes, modes),
+            "NMI": metrics.nmi(embeddings, classes, seed=seed),
+            "NMI+ (modes)": metrics.nmi(embeddings, modes, seed=seed),
+            "mode R@1": metrics.recall_at_k(embeddings, modes, ks=(1,))[1]}
+
+
+#: Table 1 (MNIST even/odd, train digits 0-5, test digits 6-9), Recall@k in %, quoted.
+REPORTED_EVEN_ODD = {
+    "Triplet": {"train R@1": 42.01, "train R@5": 87.51, "train R@10": 96.56,
+                "test R@1": 35.16, "test R@5": 80.86, "test R@10": 93.26},
+    "EPS + Triplet": {"train R@1": 65.78, "train R@5": 93.57, "train R@10": 97.38,
+                      "test R@1": 42.31, "test R@5": 83.86, "test R@10": 93.61},
+}
+_T2 = ("R@1", "R@2", "R@4", "NMI", "NMI+")
+#: Table 2 (ResNet-50, 128-d, the authors' re-implementations in Roth et al.'s framework), in %, quoted.
+REPORTED = {
+    "CARS": {row: dict(zip(_T2, v, strict=True)) for row, v in {
+        "Trip. + SH": (76.1, 84.4, 90.0, 65.1, 68.5), "Dist-Margin": (79.6, 86.5, 91.9, 69.1, 70.4),
+        "MS": (81.2, 89.1, 93.5, 60.5, 71.1), "EPS + Trip. + SH": (78.3, 85.9, 91.4, 59.8, 69.8),
+        "EPS + Dist-Margin": (83.6, 89.5, 93.6, 67.3, 72.4), "EPS + MS": (82.9, 89.4, 93.2, 60.0, 72.0)}.items()},
+    "CUB": {row: dict(zip(_T2, v, strict=True)) for row, v in {
+        "Trip. + SH": (61.5, 73.4, 82.5, 66.2, 68.1), "Dist-Margin": (63.6, 74.4, 83.1, 69.0, 68.7),
+        "MS": (62.3, 73.3, 82.1, 59.8, 68.0), "EPS + Trip. + SH": (61.8, 73.6, 82.4, 62.4, 68.0),
+        "EPS + Dist-Margin": (64.7, 75.2, 84.3, 68.2, 69.4), "EPS + MS": (63.3, 74.2, 82.5, 61.2, 68.2)}.items()},
+}
+#: Table 5: std of Recall@1 over 8 seeds (without EPS, with EPS), quoted. The CUB margin value 29.8 is as printed.
+REPORTED_STD = {
+    "CARS": {"Dist-Margin": (0.17, 0.27), "MS": (0.24, 0.29), "Trip. + SH": (0.20, 0.47)},
+    "CUB": {"Dist-Margin": (29.8, 0.33), "MS": (0.43, 0.36), "Trip. + SH": (0.52, 0.35)},
+}
+
+
+def collapsed_and_separated(num_classes: int = 2, modes_per_class: int = 3, per_mode: int = 4, flip: float = 0.1,
+                            seed: int = 0) -> dict:
+    """The two embeddings that Theorems 1-2 and Claims 1-2 compare, on a small constructed batch: every mode is a
+    one-hot point (all distinct points sqrt(2) apart). ``"collapsed"`` puts each sample at its *class's* point,
+    ``"separated"`` at its *mode's* point. ``"labels"`` are the classes with a fraction ``flip`` of them replaced
+    by another class at random (the noise of section 4.2); ``"classes"`` and ``"modes"`` are the true ones."""
+    g = torch.Generator().manual_seed(seed)
+    modes = torch.arange(num_classes * modes_per_class).repeat_interleave(per_mode)
+    classes = modes % num_classes
+    flipped = torch.rand(len(modes), generator=g) < flip
+    other = (classes + torch.randint(1, num_classes, (len(modes),), generator=g)) % num_classes
+    eye = torch.eye(num_classes * modes_per_class)
+    return {"collapsed": eye[classes], "separated": eye[modes], "labels": torch.where(flipped, other, classes),
+            "classes": classes, "modes": modes}

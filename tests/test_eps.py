@@ -1,0 +1,116 @@
+"""EPS chapter (paper 002): the loss table, even/odd relabelling, the mode-separation measure, and Theorem 1 /
+Claims 1-2 on the constructed collapsed-vs-separated batch."""
+
+import numpy as np
+import pytest
+import torch
+
+from dml_tutorial import data, eps, losses
+
+
+def _mean_loss(loss, embedding, positives, draws=100, flip=0.1):
+    values = []
+    for seed in range(draws):
+        e = eps.collapsed_and_separated(flip=flip, seed=seed)
+        values.append(loss(e[embedding], e["labels"], negatives="all", positives=positives).item())
+    return float(np.mean(values))
+
+
+def test_theorem_1_triplet_with_all_positives_prefers_the_collapsed_embedding():
+    assert _mean_loss(losses.triplet_loss, "collapsed", "all") < _mean_loss(losses.triplet_loss, "separated", "all")
+
+
+@pytest.mark.parametrize("loss", [losses.triplet_loss, losses.margin_loss], ids=["claim 1 triplet", "claim 2 margin"])
+def test_claims_1_2_with_eps_the_collapsed_embedding_costs_more(loss):
+    assert _mean_loss(loss, "separated", "easy") < _mean_loss(loss, "collapsed", "easy")
+
+
+def test_without_noise_eps_costs_nothing_on_either_embedding():
+    # every anchor's nearest same-class sample sits on its own point and every negative is sqrt(2) away
+    for embedding in ("collapsed", "separated"):
+        assert _mean_loss(losses.triplet_loss, embedding, "easy", draws=3, flip=0.0) == 0.0
+
+
+def test_constructed_batch_layout():
+    e = eps.collapsed_and_separated(num_classes=3, modes_per_class=2, per_mode=5, flip=0.0)
+    assert torch.equal(e["labels"], e["classes"]) and torch.equal(e["classes"], e["modes"] % 3)
+    assert torch.equal(e["collapsed"].argmax(1), e["classes"]) and torch.equal(e["separated"].argmax(1), e["modes"])
+    flipped = eps.collapsed_and_separated(flip=1.0)
+    assert (flipped["labels"] != flipped["classes"]).all()
+
+
+@pytest.mark.parametrize("name", sorted(eps.LOSSES))
+def test_eps_loss_is_the_package_loss_with_easy_positives(name):
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(24, 8, generator=g), dim=1)
+    y = torch.arange(4).repeat_interleave(6)
+    base = {"triplet": losses.triplet_loss, "margin": losses.margin_loss, "ms": losses.multi_similarity_loss}[name]
+    kwargs = {k: v for k, v in eps.LOSSES[name].keywords.items()}
+    for flag, positives in ((True, "easy"), (False, "all")):
+        extra = {} if name == "ms" else {"generator": torch.Generator().manual_seed(1)}
+        ours = eps.eps_loss(name, flag)(z, y, **extra)
+        extra = {} if name == "ms" else {"generator": torch.Generator().manual_seed(1)}
+        assert torch.allclose(ours, base(z, y, positives=positives, **kwargs, **extra))
+    assert eps.label(name, True) == "EPS + " + eps.NAMES[name] and eps.label(name, False) == eps.NAMES[name]
+
+
+@pytest.mark.parametrize("name", sorted(eps.LOSSES))
+def test_eps_losses_on_degenerate_batches_are_finite(name):
+    loss = eps.eps_loss(name)
+    singletons = loss(torch.nn.functional.normalize(torch.randn(5, 4), dim=1), torch.arange(5))
+    one_class = loss(torch.nn.functional.normalize(torch.randn(6, 4), dim=1), torch.zeros(6, dtype=torch.long))
+    z = torch.zeros(6, 4, requires_grad=True)  # every point identical
+    same = loss(z, torch.tensor([0, 0, 1, 1, 2, 2]))
+    same.backward()
+    for value in (singletons, one_class, same):
+        assert torch.isfinite(value)
+    assert torch.isfinite(z.grad).all()
+
+
+def test_unknown_loss_is_a_clear_error():
+    with pytest.raises(ValueError, match="unknown loss 'npair'"):
+        eps.eps_loss("npair")
+
+
+def test_mode_separation_by_hand():
+    # class 0: modes at 0 and 10 (two points each, 0.1 apart); class 1 a single mode (ignored)
+    z = torch.tensor([[0.0], [0.1], [10.0], [10.1], [5.0], [5.2]], dtype=torch.float64)
+    classes, modes = torch.tensor([0, 0, 0, 0, 1, 1]), np.array([0, 0, 1, 1, 2, 2])
+    # same-mode mean distance 0.1; different-mode distances 10, 10.1, 9.9, 10 -> mean 10
+    assert eps.mode_separation(z, classes, modes) == pytest.approx(100.0, rel=1e-5)
+
+
+def test_mode_separation_tells_collapse_from_separation():
+    e = eps.collapsed_and_separated(flip=0.0)
+    jitter = 0.01 * torch.randn(e["collapsed"].shape, generator=torch.Generator().manual_seed(0))
+    collapsed = eps.mode_separation(e["collapsed"] + jitter, e["classes"], e["modes"])
+    separated = eps.mode_separation(e["separated"] + jitter, e["classes"], e["modes"])
+    assert collapsed == pytest.approx(1.0, abs=0.2) and separated > 20
+
+
+def test_mode_separation_needs_two_modes():
+    with pytest.raises(ValueError, match="two or more modes"):
+        eps.mode_separation(torch.randn(4, 2), torch.tensor([0, 0, 1, 1]), np.array([0, 0, 1, 1]))
+
+
+def test_collapse_metrics_keys_and_ranges():
+    e = eps.collapsed_and_separated(flip=0.0)
+    m = eps.collapse_metrics(e["separated"], e["classes"], e["modes"])
+    assert set(m) == {"separation", "NMI", "NMI+ (modes)", "mode R@1"}
+    assert m["mode R@1"] == 1.0 and m["NMI+ (modes)"] == pytest.approx(1.0)
+
+
+def test_even_odd_relabels_training_digits_only():
+    splits = data.load_dataset("digits", split="classes", seen=range(6))
+    parity = eps.even_odd(splits)
+    assert set(np.unique(parity.train.labels)) == {0, 1}
+    assert np.array_equal(parity.train.extras["clean"], splits.train.labels)
+    assert np.array_equal(parity.train.labels, splits.train.labels % 2)
+    assert parity.test is splits.test and "even/odd" in parity.name
+
+
+def test_reported_tables_have_every_row_and_column():
+    for table in eps.REPORTED.values():
+        assert set(table) == {eps.label(n, f) for n in eps.LOSSES for f in (False, True)}
+        assert all(set(row) == {"R@1", "R@2", "R@4", "NMI", "NMI+"} for row in table.values())
+    assert set(eps.REPORTED_EVEN_ODD) == {"Triplet", "EPS + Triplet"}
