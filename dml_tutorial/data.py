@@ -270,7 +270,8 @@ def resize_uint8(x: torch.Tensor, size: int) -> torch.Tensor:
 
 def omniglot(split="classes", root=DATA_ROOT, download=True, transform=None, **_) -> Splits:
     """Omniglot with **alphabet** labels (EPS paper, section 5.2): the 30 "background" alphabets for training and
-    the 20 "evaluation" alphabets for testing; images read from torchvision's on-disk layout."""
+    the 20 "evaluation" alphabets for testing; images read from torchvision's on-disk layout. Each split's
+    ``extras['letters']`` holds the character of every image (the EPS paper's Table 3 evaluates on those too)."""
     from torchvision.datasets import Omniglot
 
     parts = []
@@ -285,13 +286,18 @@ def omniglot(split="classes", root=DATA_ROOT, download=True, transform=None, **_
 
 
 def _image_folder_by_top_dir(base: Path, transform, offset=0) -> ImageListDataset:
+    """Label = the top folder (an Omniglot alphabet); ``extras['letters']`` = the sub-folder (its character), numbered
+    ``offset``-independently as ``top * 1000 + sub`` so that letters of different alphabets never share an id."""
     names = sorted(p.name for p in base.iterdir() if p.is_dir())
-    paths, labels = [], []
+    paths, labels, letters = [], [], []
     for i, name in enumerate(names):
-        files = sorted((base / name).rglob("*.png"))
-        paths += files
-        labels += [offset + i] * len(files)
-    return ImageListDataset(paths, np.asarray(labels), transform, {"names": names})
+        subs = sorted(p.name for p in (base / name).iterdir() if p.is_dir())
+        for j, sub in enumerate(subs):
+            files = sorted((base / name / sub).rglob("*.png"))
+            paths += files
+            labels += [offset + i] * len(files)
+            letters += [(offset + i) * 1000 + j] * len(files)
+    return ImageListDataset(paths, np.asarray(labels), transform, {"names": names, "letters": np.asarray(letters)})
 
 
 # ------------------------------------------------------------------------------ on-disk retrieval datasets

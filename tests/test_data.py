@@ -111,6 +111,7 @@ def test_omniglot_alphabet_labels_from_the_torchvision_layout(tmp_path):
     s = data.load_dataset("omniglot", root=tmp_path, download=False)
     assert list(s.train.labels) == [0, 0, 1, 1] and list(s.test.labels) == [2, 2]
     assert s.class_names == ["Greek", "Latin", "Tengwar"]
+    assert list(s.train.extras["letters"]) == [0, 1, 1000, 1001] and list(s.test.extras["letters"]) == [2000, 2001]
 
 
 @pytest.mark.parametrize("name,folder", [("cub200", "CUB_200_2011"), ("cars196", "cars196"),
