@@ -106,6 +106,8 @@ def results_table(measured: dict, paper: dict | None = None, digits: int = 1) ->
             row[(metric, "measured")] = mean_std(np.atleast_1d(values), digits)
         rows[name] = row
     table = pd.DataFrame.from_dict(rows, orient="index")
+    metrics = list(dict.fromkeys(c[0] for c in table.columns))  # each metric's paper column before its measured one
+    table = table[[(m, kind) for m in metrics for kind in ("paper", "measured") if (m, kind) in table.columns]]
     table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
     return table.astype(object).where(table.notna(), "–")
 
@@ -147,3 +149,30 @@ def transport_panel(ax, x, y, plan, title: str = "", colors=(0, 1), threshold: f
     ax.scatter(*y.T, s=40, color=PALETTE[colors[1]], edgecolors="black", linewidths=0.5, zorder=2, label="y")
     ax.set(aspect="equal", xticks=[], yticks=[])
     ax.set_title(title, fontsize=10)
+
+
+def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int = 4, members: int = 6):
+    """CBSwR's eq. 5 made visible: for the ``clusters`` largest clusters of a batch, the decoder's output from the
+    cluster's centroid (first column, or the thick line for 1-D signals) beside ``members`` of its samples."""
+    x, assignments = x.detach().cpu(), assignments.detach().cpu()
+    sizes = np.bincount(assignments.numpy())
+    top = [c for c in np.argsort(-sizes)[:clusters] if sizes[c] > 0]
+    signal = x.dim() == 3
+    fig, axes = plt.subplots(len(top), 1 if signal else members + 1, squeeze=False, constrained_layout=True,
+                             figsize=(6, 1.6 * len(top)) if signal else (1.3 * (members + 1), 1.4 * len(top)))
+    for row, c in zip(axes, top):
+        idx = (assignments == c).nonzero().flatten()[:members]
+        rec = reconstructions[int(c)].detach().cpu()
+        if signal:
+            for i in idx:
+                row[0].plot(x[i, 0], color="0.7", lw=0.8)
+            row[0].plot(rec[0], color=PALETTE[0], lw=2.2)
+            row[0].set(yticks=[], xticks=[], ylabel=f"cluster {c}\n({sizes[c]})")
+            continue
+        for ax, img, title in zip(row, [rec, *x[idx]], ["D(r)", *[""] * members]):
+            ax.imshow(img.permute(1, 2, 0).squeeze(-1), cmap="gray_r")
+            ax.set(xticks=[], yticks=[], title=title)
+        row[0].set_ylabel(f"cluster {c} ({sizes[c]})")
+        for ax in row[len(idx) + 1:]:
+            ax.axis("off")
+    return fig

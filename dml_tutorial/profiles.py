@@ -46,6 +46,15 @@ CHAPTERS = {
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                  "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
     },
+    # CBSwR (Nguyen et al., paper 001): section 4. Unsupervised: trained on the seen classes' images, no labels.
+    "cbswr": {
+        "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "model": "convnet", "dim": 32, "epochs": 10,
+                  "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 3, "n_seeds": 3, "threads": 2,
+                  "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 64], "compare_with": "CUB"},
+        "full": {"dataset": "cub200", "seen": None, "model": "googlenet", "dim": 128, "epochs": 20,
+                 "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 1, "n_seeds": 1, "threads": None,
+                 "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 48, 64], "compare_with": "CUB"},
+    },
     # EPS (Levi et al., paper 002): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
     "eps": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,

@@ -49,6 +49,25 @@ def test_results_table_puts_paper_beside_measured():
     assert plots.mean_std([0.25]) == "25.0"
 
 
+def test_results_table_keeps_paper_beside_measured_when_the_first_row_has_no_paper_number():
+    t = plots.results_table({"ours only": {"R@1": [0.5], "NMI": [0.2]}, "both": {"R@1": [0.6], "NMI": [0.3]}},
+                            paper={"both": {"R@1": 40.0, "NMI": 30.0}})
+    assert list(t.columns) == [("R@1", "paper"), ("R@1", "measured"), ("NMI", "paper"), ("NMI", "measured")]
+    assert t.loc["ours only", ("R@1", "paper")] == "–" and t.loc["both", ("NMI", "paper")] == 30.0
+
+
+@pytest.mark.parametrize("shape", [(1, 40), (1, 8, 8)], ids=["signals", "images"])
+def test_cluster_reconstructions_one_row_per_cluster(shape):
+    x = torch.rand(12, *shape)
+    assign = torch.tensor([3, 3, 3, 3, 3, 1, 1, 1, 0, 0, 5, 5])
+    recon = {c: torch.rand(*shape) for c in (0, 1, 3, 5)}
+    fig = plots.cluster_reconstructions(x, assign, recon, clusters=3, members=4)
+    axes = np.array(fig.axes).reshape(3, -1)
+    assert axes.shape == ((3, 1) if len(shape) == 2 else (3, 5))
+    assert "cluster 3" in axes[0, 0].get_ylabel()  # the largest cluster first
+    plt.close(fig)
+
+
 def test_sampling_panel_rings_the_picked_samples():
     xy = np.random.default_rng(0).normal(size=(12, 2))
     labels = np.repeat(np.arange(3), 4)

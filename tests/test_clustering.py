@@ -1,0 +1,209 @@
+"""CBSwR (paper 001) and SME: every loss against a naive loop, degenerate batches, the decoder and the loop."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dml_tutorial import clustering, data, models
+
+D = torch.float64  # the loop references are compared at 1e-9
+
+
+def _unit(n, d, seed):
+    return F.normalize(torch.randn(n, d, generator=torch.Generator().manual_seed(seed), dtype=D), dim=1)
+
+
+def test_rim_loss_matches_the_entropies_by_hand():
+    logits = torch.randn(7, 4, generator=torch.Generator().manual_seed(0), dtype=D)
+    y = logits.softmax(1).tolist()
+    marginal = [sum(row[j] for row in y) / 7 for j in range(4)]
+    h_y = -sum(p * math.log(p) for p in marginal)
+    h_y_x = sum(-sum(p * math.log(p) for p in row) for row in y) / 7
+    w = torch.randn(4, 3, dtype=D)
+    expected = 0.1 * (w ** 2).sum().item() - 2.0 * (h_y - h_y_x)
+    assert clustering.rim_loss(logits, lam=2.0, l2=0.1, params=[w]).item() == pytest.approx(expected, abs=1e-9)
+    code = clustering.rim_loss(logits, lam=1.0, code_variant=True).item()
+    assert code == pytest.approx(-(h_y - h_y_x) / math.log(4), abs=1e-9)
+
+
+def test_rim_prefers_balanced_confident_clusters():
+    confident_balanced = torch.eye(4).repeat(2, 1) * 20
+    all_in_one = torch.zeros(8, 4)
+    all_in_one[:, 0] = 20
+    uncertain = torch.zeros(8, 4)
+    values = [clustering.rim_loss(x).item() for x in (confident_balanced, all_in_one, uncertain)]
+    assert values[0] == pytest.approx(-math.log(4), abs=1e-6) and values[1] > values[0] and values[2] > values[0]
+
+
+def test_centroids_by_hand_with_an_empty_cluster():
+    feats = torch.arange(12.0).reshape(6, 2)
+    assign = torch.tensor([0, 0, 2, 2, 2, 0])
+    r, present = clustering.centroid_representations(feats, assign, 4)
+    assert present.tolist() == [True, False, True, False]
+    assert torch.allclose(r[0], feats[[0, 1, 5]].mean(0)) and torch.allclose(r[2], feats[[2, 3, 4]].mean(0))
+    assert (r[[1, 3]] == 0).all()
+
+
+def test_reconstruction_loss_by_hand():
+    images, recon = torch.rand(5, 1, 3, 3), torch.rand(3, 1, 3, 3)
+    assign = torch.tensor([2, 0, 0, 1, 2])
+    expected = sum(((images[i] - recon[assign[i]]) ** 2).sum() for i in range(5)) / 5
+    assert torch.allclose(clustering.reconstruction_loss(images, recon, assign), expected)
+
+
+def _center_softmax_loop(f, f_hat, c, present, assign, tau):
+    total = 0.0
+    for i in range(len(f)):
+        q = int(assign[i])
+        others = [k for k in range(len(c)) if present[k] and k != q]
+        if not others:
+            total += -(f[i] @ f_hat[i]).item() / tau
+            continue
+        denominator = sum(math.exp((f[i] @ c[k]).item() / tau) for k in others)
+        total += -math.log(math.exp((f[i] @ f_hat[i]).item() / tau) / denominator)  # eq. 6
+        full = sum(math.exp((f[i] @ c[k]).item() / tau) for k in range(len(c)) if present[k])
+        for j in others:  # eq. 7
+            total += -math.log(1 - math.exp((f[i] @ c[j]).item() / tau) / full)
+    return total
+
+
+@pytest.mark.parametrize("tau", [0.1, 0.5])
+def test_center_softmax_loss_matches_a_loop(tau):
+    f, f_hat, c = _unit(9, 5, 1), _unit(9, 5, 2), _unit(4, 5, 3)
+    present = torch.tensor([True, True, False, True])
+    assign = torch.tensor([0, 1, 3, 3, 0, 1, 1, 0, 3])
+    ours = clustering.center_softmax_loss(f, f_hat, c, present, assign, tau).item()
+    assert ours == pytest.approx(_center_softmax_loop(f, f_hat, c, present, assign, tau), rel=1e-9)
+
+
+def test_center_softmax_loss_when_the_batch_is_one_cluster():
+    f, f_hat, c = _unit(6, 4, 4), _unit(6, 4, 5), _unit(3, 4, 6)
+    present, assign = torch.tensor([False, True, False]), torch.ones(6, dtype=torch.long)
+    ours = clustering.center_softmax_loss(f, f_hat, c, present, assign, 0.1)
+    assert torch.allclose(ours, -(f * f_hat).sum() / 0.1)  # only the pull toward the augmented view is left
+
+
+def test_center_softmax_loss_is_finite_for_a_confident_softmax():
+    c = torch.eye(3)
+    f = c[[0, 1, 2, 0]].clone()
+    loss = clustering.center_softmax_loss(f, f, c, torch.ones(3, dtype=torch.bool), torch.tensor([1, 2, 0, 1]),
+                                          tau=0.001)  # every sample sits on another cluster's centroid
+    assert torch.isfinite(loss) and loss > 100
+
+
+def _sme_loop(f, f_hat, tau):
+    n, total = len(f), 0.0
+    for i in range(n):
+        total -= math.log(math.exp((f[i] @ f_hat[i]).item() / tau)
+                          / sum(math.exp((f[k] @ f_hat[i]).item() / tau) for k in range(n)))
+        for j in range(n):
+            if j != i:
+                p = math.exp((f[i] @ f[j]).item() / tau) / sum(math.exp((f[k] @ f[j]).item() / tau) for k in range(n))
+                total -= math.log(1 - p)
+    return total
+
+
+def test_sme_loss_matches_a_loop():
+    f, f_hat = _unit(7, 6, 7), _unit(7, 6, 8)
+    assert clustering.sme_loss(f, f_hat, 0.1).item() == pytest.approx(_sme_loop(f, f_hat, 0.1), rel=1e-9)
+
+
+def _objective(k=8, weights=clustering.VARIANTS["CBSwR"], **kw):
+    torch.manual_seed(0)
+    model = models.ConvNet((1, 8, 8), dim=16, width=(8, 16), hidden=32)
+    return clustering.CBSwR(model, 32, 16, k=k, image_shape=(1, 8, 8), weights=weights, **kw)
+
+
+@pytest.mark.parametrize("k", [2, 8, 64], ids=["K=2", "K=8", "K larger than the batch"])
+def test_cbswr_is_finite_with_gradients_everywhere(k):
+    obj = _objective(k)
+    x = torch.rand(6, 1, 8, 8)
+    loss, parts = obj(x, clustering.random_shift(x))
+    loss.backward()
+    assert torch.isfinite(loss) and set(parts) == {"rim", "metric", "rec", "clusters"} and 1 <= parts["clusters"] <= k
+    grads = [p.grad for p in obj.parameters() if p.grad is not None]
+    assert grads and all(torch.isfinite(g).all() for g in grads)
+
+
+def test_cbswr_when_every_sample_lands_in_one_cluster():
+    obj = _objective()
+    with torch.no_grad():
+        obj.classifier.weight.zero_()
+        obj.classifier.bias.copy_(torch.arange(8.0) * 100)  # cluster 7 always wins
+    x = torch.rand(6, 1, 8, 8)
+    loss, parts = obj(x, x)
+    loss.backward()
+    assert parts["clusters"] == 1 and torch.isfinite(loss)
+
+
+def test_detached_centroids_stop_only_the_metric_gradient():
+    x = torch.rand(6, 1, 8, 8)
+    grads = {}
+    for detach in (False, True):
+        obj = _objective(weights=(1.0, 0.0, 0.0), detach_centroids=detach)
+        obj(x, clustering.random_shift(x, generator=torch.Generator().manual_seed(0)))[0].backward()
+        grads[detach] = obj.model.trunk[0].weight.grad.clone()
+    assert not torch.allclose(grads[False], grads[True])
+
+
+def test_variants_and_bad_settings():
+    assert clustering.VARIANTS["only L_rim"] == (0.0, 0.3, 0.0) and clustering.VARIANTS["CBSwR"] == (0.9, 0.3, 0.01)
+    with pytest.raises(ValueError, match="at least 2 clusters"):
+        _objective(k=1)
+    with pytest.raises(ValueError, match="image_shape"):
+        clustering.CBSwR(models.MLP(4, 2), 64, 2, weights=(0.9, 0.3, 0.01))
+
+
+@pytest.mark.parametrize("shape", [(1, 8, 8), (1, 28, 28), (3, 224, 224)])
+def test_decoder_reaches_the_image_size(shape):
+    dec = clustering.make_decoder(32, shape)
+    assert dec(torch.randn(2, 32)).shape == (2, *shape)
+
+
+def test_decoder_rejects_odd_sizes():
+    with pytest.raises(ValueError, match="square"):
+        clustering.make_decoder(8, (1, 8, 6))
+    with pytest.raises(ValueError, match="doubling"):
+        clustering.make_decoder(8, (1, 9, 9))
+
+
+def test_random_shift_moves_each_image_by_at_most_one_pixel():
+    x = torch.rand(10, 1, 8, 8)
+    y = clustering.random_shift(x, generator=torch.Generator().manual_seed(0))
+    padded = F.pad(x, (1, 1, 1, 1))
+    for i in range(10):
+        assert any(torch.equal(y[i], padded[i, :, dy:dy + 8, dx:dx + 8]) for dy in range(3) for dx in range(3))
+
+
+@pytest.mark.parametrize("method", ["CBSwR", "SME"])
+def test_train_unsupervised_runs_and_records(method):
+    s = data.load_dataset("digits", split="classes")
+    torch.manual_seed(0)
+    model = models.ConvNet((1, 8, 8), dim=16, width=(8, 16), hidden=32)
+    obj = clustering.CBSwR(model, 32, 16, k=8, image_shape=(1, 8, 8)) if method == "CBSwR" else clustering.SME(model)
+    before = [p.detach().clone() for p in model.parameters()]
+    hist = clustering.train_unsupervised(obj, s.train.subset(range(200)), epochs=2, batch_size=32, progress=False,
+                                         device="cpu")
+    assert len(hist) == 2 and all(math.isfinite(v) for v in hist["loss"])
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+
+
+def test_chapter_protocol_and_reconstruction_on_a_small_split():
+    from dml_tutorial import profiles
+
+    splits = data.load_dataset("mnist1d", split="classes", seen=range(6), num_samples=600)
+    cfg = {**profiles.settings("cbswr", "smoke"), "epochs": 1}
+    run = clustering.train_and_retrieve(splits, "CBSwR", cfg, seed=0, device="cpu", keep_objective=True)
+    assert set(run.metrics) == {"R@1", "R@2", "R@4", "R@8", "NMI", "seconds"}
+    assert run.test_embeddings.shape == (len(splits.test), cfg["dim"])
+    x = splits.train.batch(np.arange(40))
+    assign, recon = clustering.reconstruct(run.state, x)
+    assert set(recon) == set(assign.unique().tolist()) and all(r.shape == (1, 40) for r in recon.values())
+    sme = clustering.train_and_retrieve(splits, "SME", cfg, seed=0, device="cpu", keep_objective=True)
+    with pytest.raises(ValueError, match="no decoder"):
+        clustering.reconstruct(clustering.CBSwR(sme.state.model, 128, cfg["dim"], weights=(0.9, 0.3, 0.0)), x)
+    with pytest.raises(ValueError, match="unknown method"):
+        clustering.train_and_retrieve(splits, "DeepCluster", cfg)
