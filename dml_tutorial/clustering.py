@@ -29,7 +29,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm.auto import tqdm
+from tqdm import tqdm
 
 from . import train
 from .data import ArrayDataset
@@ -48,8 +48,9 @@ def rim_loss(logits: torch.Tensor, lam: float = 1.0, l2: float = 0.0, params=(),
     """Eq. 1-3: ``l2 * ||theta||^2 - lam * [H(mean_i y_i) - mean_i h(y_i)]`` with y_i = softmax(logits_i).
 
     Maximising the marginal entropy H(Y) balances the clusters; minimising the conditional entropy H(Y|X) makes each
-    assignment confident. ``params`` are the classifier's (theta) for the l2 term. ``code_variant=True`` follows the
-    authors' released code: both entropies divided by log K (so each lies in [0, 1])."""
+    assignment confident. ``params`` are the classifier's (theta) for the l2 term. ``code_variant=True`` divides
+    both entropies by log K, so each lies in [0, 1]: close to the authors' released code, which divides the
+    marginal entropy by log K and the conditional one by log N."""
     y = logits.softmax(dim=1)
     h_marginal, h_conditional = _entropy(y.mean(0)), _entropy(y).mean()
     if code_variant:
@@ -119,7 +120,8 @@ def sme_loss(f: torch.Tensor, f_hat: torch.Tensor, tau: float = TAU) -> torch.Te
 def make_decoder(feature_dim: int, image_shape, width: int = 64) -> nn.Sequential:
     """D: a linear map of the centroid representation to a ``width``-channel map of side s, then transposed
     convolutions (kernel 4, stride 2) that double the side up to the input size, each but the last followed by
-    batch norm and ReLU (section 4.1); a sigmoid output for images in [0, 1], none for signals. ``image_shape`` is
+    batch norm and ReLU (section 4.1); a linear output, since inputs may be normalised (ImageNet mean and std on
+    the full profile's photographs) rather than in [0, 1]. ``image_shape`` is
     (C, H, W) with H = W = s 2^n (images) or (C, L) with L = s 2^n (1-D signals such as MNIST-1D), s <= 7."""
     c, *spatial = image_shape
     if len(spatial) == 2 and spatial[0] != spatial[1]:
@@ -139,8 +141,6 @@ def make_decoder(feature_dim: int, image_shape, width: int = 64) -> nn.Sequentia
         layers.append(deconv(channels, out, 4, stride=2, padding=1))
         if not last:
             layers += [norm(out), nn.ReLU()]
-        elif len(spatial) == 2:
-            layers.append(nn.Sigmoid())
         channels = out
     return nn.Sequential(*layers)
 
@@ -152,7 +152,8 @@ class CBSwR(nn.Module):
 
     ``weights`` = (alpha, beta, gamma) of eq. 10 (:data:`VARIANTS` holds the ablation); ``detach_centroids=True``
     stops the metric loss's gradient through the centroids, as the released code does (the reconstruction still
-    trains the encoder through them); ``code_variant`` is passed to :func:`rim_loss`."""
+    trains the encoder through them); ``code_variant`` is passed to :func:`rim_loss`. The paper gives neither
+    lambda nor the l2 weight of eq. 1; ``lam=1`` and ``l2=1e-4`` are our choices."""
 
     def __init__(self, model: nn.Module, feature_dim: int, dim: int, k: int = K, image_shape=None,
                  weights=VARIANTS["CBSwR"], tau: float = TAU, lam: float = 1.0, l2: float = 1e-4,

@@ -286,8 +286,8 @@ def omniglot(split="classes", root=DATA_ROOT, download=True, transform=None, **_
 
 
 def _image_folder_by_top_dir(base: Path, transform, offset=0) -> ImageListDataset:
-    """Label = the top folder (an Omniglot alphabet); ``extras['letters']`` = the sub-folder (its character), numbered
-    ``offset``-independently as ``top * 1000 + sub`` so that letters of different alphabets never share an id."""
+    """Label = the top folder (an Omniglot alphabet); ``extras['letters']`` = the sub-folder (its character),
+    numbered label * 1000 + the character's index, so that letters of different alphabets never share an id."""
     names = sorted(p.name for p in base.iterdir() if p.is_dir())
     paths, labels, letters = [], [], []
     for i, name in enumerate(names):

@@ -53,12 +53,11 @@ OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
 
 
 def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None, init=None):
-    """A fresh ``cfg["model"]`` (``dim``, ``dropout``) trained with ``loss_fn`` for ``cfg["epochs"]`` epochs of
-    P x K batches (``batches_per_epoch`` of them, default: one pass), L2-normalised unless ``normalize`` is
-    False: ``optimizer`` (Adam by default, or RMSprop)
-    at ``lr`` with ``weight_decay``, the
-    embedding layer at ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs.
-    Returns (model, history, seconds)."""
+    """A fresh ``cfg["model"]`` (``dim``, ``dropout``; L2-normalised unless ``normalize`` is False) trained with
+    ``loss_fn`` for ``cfg["epochs"]`` epochs of P x K batches (``batches_per_epoch`` of them, default: one pass):
+    ``optimizer`` (Adam by default, or RMSprop) at ``lr`` with ``weight_decay``, the embedding layer at
+    ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs. Returns (model, history,
+    seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
     model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0),
