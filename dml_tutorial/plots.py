@@ -154,15 +154,15 @@ def transport_panel(ax, x, y, plan, title: str = "", colors=(0, 1), threshold: f
 def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int = 4, members: int = 6):
     """CBSwR's eq. 5 made visible: for the ``clusters`` largest clusters of a batch, the decoder's output from the
     cluster's centroid (first column, or the thick line for 1-D signals) beside ``members`` of its samples."""
-    x, assignments = x.detach().cpu(), assignments.detach().cpu()
-    sizes = np.bincount(assignments.numpy())
+    x, assignments = x.detach().cpu().numpy(), assignments.detach().cpu().numpy()
+    sizes = np.bincount(assignments)
     top = [c for c in np.argsort(-sizes)[:clusters] if sizes[c] > 0]
-    signal = x.dim() == 3
+    signal = x.ndim == 3
     fig, axes = plt.subplots(len(top), 1 if signal else members + 1, squeeze=False, constrained_layout=True,
                              figsize=(6, 1.6 * len(top)) if signal else (1.3 * (members + 1), 1.4 * len(top)))
     for row, c in zip(axes, top):
-        idx = (assignments == c).nonzero().flatten()[:members]
-        rec = reconstructions[int(c)].detach().cpu()
+        idx = np.flatnonzero(assignments == c)[:members]
+        rec = reconstructions[int(c)].detach().cpu().numpy()
         if signal:
             for i in idx:
                 row[0].plot(x[i, 0], color="0.7", lw=0.8)
@@ -170,7 +170,7 @@ def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int
             row[0].set(yticks=[], xticks=[], ylabel=f"cluster {c}\n({sizes[c]})")
             continue
         for ax, img, title in zip(row, [rec, *x[idx]], ["D(r)", *[""] * members]):
-            ax.imshow(img.permute(1, 2, 0).squeeze(-1), cmap="gray_r")
+            ax.imshow(img.transpose(1, 2, 0).squeeze(-1), cmap="gray_r")
             ax.set(xticks=[], yticks=[], title=title)
         row[0].set_ylabel(f"cluster {c} ({sizes[c]})")
         for ax in row[len(idx) + 1:]:

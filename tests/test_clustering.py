@@ -207,3 +207,24 @@ def test_chapter_protocol_and_reconstruction_on_a_small_split():
         clustering.reconstruct(clustering.CBSwR(sme.state.model, 128, cfg["dim"], weights=(0.9, 0.3, 0.0)), x)
     with pytest.raises(ValueError, match="unknown method"):
         clustering.train_and_retrieve(splits, "DeepCluster", cfg)
+
+
+def test_images_on_disk_come_in_two_random_views_in_the_same_order(tmp_path):
+    from PIL import Image
+    from torchvision import transforms
+
+    from dml_tutorial.data import ImageListDataset
+
+    paths = []
+    for i in range(6):
+        paths.append(tmp_path / f"{i}.png")
+        Image.fromarray(np.full((12, 12, 3), 40 * i, np.uint8)).save(paths[-1])
+    views = transforms.Compose([transforms.RandomCrop(8), transforms.ToTensor()])
+    ds = ImageListDataset(paths, np.zeros(6), views)
+    torch.manual_seed(0)
+    batches = list(clustering._pairs(ds, 4, None, torch.Generator().manual_seed(0), torch.device("cpu")))
+    assert [len(x) for x, _ in batches] == [4, 2]
+    for x, x_hat in batches:  # each image's value is constant, so the two views of one image agree pixel for pixel
+        assert x.shape == x_hat.shape == (len(x), 3, 8, 8) and torch.equal(x.mean((1, 2, 3)), x_hat.mean((1, 2, 3)))
+    seen = torch.cat([x.mean((1, 2, 3)) for x, _ in batches])
+    assert sorted((seen * 255 / 40).round().int().tolist()) == list(range(6))
