@@ -5,8 +5,9 @@ digits, real data), ``mnist1d`` (generated locally by the mnist1d package's ``ma
 (synthetic classes made of several well-separated Gaussian modes, for class collapse).
 
 Paper scale (used by the full profile): ``mnist``, ``cifar10``, ``cifar100`` (its 20 coarse superclasses, as in the
-DCDL paper), ``stl10`` (resized to 32x32, DCDL paper) and ``omniglot`` (alphabet labels, EPS paper) through
-torchvision, which downloads them with checksums; ``cub200``, ``cars196`` and ``sop`` from their standard on-disk
+DCDL paper), ``stl10`` (resized to 32x32, DCDL paper), ``omniglot`` (alphabet labels, EPS paper) and
+``flowers102`` (Oxford-102 Flowers, noise-guarantees paper) through torchvision, which downloads them with
+checksums; ``cub200``, ``cars196`` and ``sop`` from their standard on-disk
 layouts with the standard class-disjoint splits (first half of the classes for training, second half for testing;
 SOP's Ebay_train.txt / Ebay_test.txt).
 
@@ -348,6 +349,22 @@ def sop(root=DATA_ROOT, transform=None, test_transform=None, **_) -> Splits:
     return _disk_split("sop", paths, np.asarray(y), np.asarray(train), transform, test_transform, f"{base} (Ebay_*.txt)")
 
 
+def flowers102(root=DATA_ROOT, download=True, transform=None, test_transform=None, **_) -> Splits:
+    """Oxford-102 Flowers (Nilsback & Zisserman 2008) in torchvision's layout ``root/flowers-102/{jpg/,
+    imagelabels.mat}`` (``download=True`` fetches it through ``torchvision.datasets.Flowers102``); classes 1-51 for
+    training, 52-102 for testing. Paper 004 (section 6.1) does not state its split; this is the half split that
+    CUB and Cars use, and our choice."""
+    from scipy.io import loadmat
+    from torchvision.datasets import Flowers102
+
+    base = Path(root) / "flowers-102"
+    if not (base / "imagelabels.mat").exists() or not (base / "jpg").is_dir():
+        _torchvision("flowers102", Flowers102, root, download)
+    y = np.asarray(loadmat(base / "imagelabels.mat", squeeze_me=True)["labels"], dtype=np.int64).reshape(-1)
+    paths = [base / "jpg" / f"image_{i:05d}.jpg" for i in range(1, len(y) + 1)]
+    return _disk_split("flowers102", paths, y, y <= 51, transform, test_transform, f"{base} (imagelabels.mat)")
+
+
 def _disk_split(name, paths, y, is_train, transform, test_transform, source) -> Splits:
     paths = np.asarray([str(p) for p in paths], dtype=object)
     train = ImageListDataset(list(paths[is_train]), y[is_train], transform)
@@ -372,6 +389,7 @@ STL10_CLASSES = ["airplane", "bird", "car", "cat", "deer", "dog", "horse", "monk
 DATASETS = {
     "digits": digits, "mnist1d": mnist1d, "subclusters": subclusters, "mnist": mnist, "cifar10": cifar10,
     "cifar100": cifar100, "stl10": stl10, "omniglot": omniglot, "cub200": cub200, "cars196": cars196, "sop": sop,
+    "flowers102": flowers102,
 }
 
 

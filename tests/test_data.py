@@ -1,5 +1,7 @@
 """Datasets: the offline ones for real, the on-disk layouts on tiny fixture folders made here."""
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 import torch
@@ -112,6 +114,24 @@ def test_omniglot_alphabet_labels_from_the_torchvision_layout(tmp_path):
     assert list(s.train.labels) == [0, 0, 1, 1] and list(s.test.labels) == [2, 2]
     assert s.class_names == ["Greek", "Latin", "Tengwar"]
     assert list(s.train.extras["letters"]) == [0, 1, 1000, 1001] and list(s.test.extras["letters"]) == [2000, 2001]
+
+
+def test_flowers102_from_the_torchvision_layout(tmp_path):
+    from scipy.io import savemat
+
+    base = tmp_path / "flowers-102"
+    labels = np.array([1, 52, 51, 102, 1, 77])
+    for i in range(1, len(labels) + 1):
+        _png(base / "jpg" / f"image_{i:05d}.jpg", value=i)
+    savemat(base / "imagelabels.mat", {"labels": labels[None, :]})  # stored as a 1 x N row, as in the real file
+    s = data.load_dataset("flowers102", root=tmp_path, download=False)
+    assert list(s.train.labels) == [1, 51, 1] and list(s.test.labels) == [52, 102, 77]
+    assert [Path(p).name for p in s.train.paths] == ["image_00001.jpg", "image_00003.jpg", "image_00005.jpg"]
+
+
+def test_missing_flowers102_without_download(tmp_path):
+    with pytest.raises(FileNotFoundError, match="dataset 'flowers102' not found"):
+        data.load_dataset("flowers102", root=tmp_path, download=False)
 
 
 @pytest.mark.parametrize("name,folder", [("cub200", "CUB_200_2011"), ("cars196", "cars196"),
