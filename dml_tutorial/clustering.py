@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import sys
 import time
+from functools import partial
 
 import numpy as np
 import torch
@@ -31,8 +32,9 @@ import torch.nn.functional as F
 from torch import nn
 from tqdm import tqdm
 
-from . import train
+from . import metrics, models, train
 from .data import ArrayDataset
+from .experiment import Run
 
 #: The weights of eq. 10, the temperature of eq. 6-7 and the number of clusters of section 4 (paper).
 ALPHA, BETA, GAMMA, TAU, K = 0.9, 0.3, 0.01, 0.1, 32
@@ -281,11 +283,6 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k and those of
     :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
     holds the trained objective (model, cluster classifier, decoder) for pictures."""
-    from functools import partial
-
-    from . import metrics, models
-    from .experiment import Run
-
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = tuple(splits.train.x.shape[1:]) if hasattr(splits.train, "x") else (3, 224, 224)
     model = models.make_model(cfg["model"], in_shape, cfg["dim"])
