@@ -5,9 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup book notebooks html test lint clean
+.PHONY: setup browser book notebooks html test lint clean
 
-setup: $(VENV)/.installed
+setup: $(VENV)/.installed browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -15,6 +15,15 @@ $(VENV)/.installed: pyproject.toml
 	$(BIN)/python -m pip install --quiet $(TORCH)
 	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
 	touch $@
+
+# Chromium for the browser test of the book (tests/test_book.py): Debian's package, driven by Playwright.
+APT_CHROMIUM = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+browser:
+	@command -v chromium >/dev/null || command -v chromium-browser >/dev/null || [ -n "$$CHROMIUM" ] || \
+	{ echo "installing Chromium (apt) for the browser test"; \
+	  if [ "$$(id -u)" = 0 ]; then $(APT_CHROMIUM); \
+	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_CHROMIUM)'; \
+	  else echo "error: install Chromium (Debian: apt-get install chromium) or set CHROMIUM=/path/to/it" >&2; exit 1; fi; }
 
 notebooks: setup          ## execute every chapter with papermill, in place, in its default profile
 	$(BIN)/python -m dml_tutorial run all

@@ -1,24 +1,47 @@
-"""Command line: ``python -m dml_tutorial run CHAPTER|all [--profile P] [-p NAME VALUE ...] [--output DIR]``.
+"""Command line: ``dml-tutorial`` (or ``python -m dml_tutorial``) with three commands.
 
-Executes chapter notebooks with papermill. By default (no ``--output``) a notebook is executed in place, which is
-how the committed notebooks get their stored outputs; with ``--output DIR`` the executed copy goes there and the
-source is left alone. A failing cell stops the run with one message and a non-zero exit; the partially executed
-notebook is kept for inspection.
+- ``run CHAPTER|all [--profile P] [-p NAME VALUE ...] [--output DIR] [--results FILE]`` executes chapter notebooks
+  with papermill. Without ``--output`` a notebook is executed in place, which is how the committed notebooks get
+  their stored outputs. Every table the notebook records (:func:`dml_tutorial.report.record`) goes into a
+  self-describing JSON file, by default next to the executed notebook (``<name>.results.json``).
+- ``sweep GRID.yaml [--devices 0,1] [--results DIR]`` runs one chapter over a parameter grid (e.g. several seeds of
+  the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
+  resumes; with several GPUs, runs go in parallel, one per GPU.
+- ``report [--results DIR] [--pages DIR]`` writes the "results at scale" page of each chapter from the run files.
+
+Errors (unknown chapter or parameter, a bad grid file, a failing cell) give one message and a non-zero exit; the
+partially executed notebook is kept for inspection.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
+import itertools
+import json
+import os
+import queue
+import re
+import shlex
+import subprocess
 import sys
+import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
+FOLDER_ENV = "DML_TUTORIAL_NOTEBOOKS"  # another folder of chapter notebooks (the tests use a tiny one)
+GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
 
 
-def chapters(folder: Path = NOTEBOOKS) -> dict[str, Path]:
+def notebooks_folder() -> Path:
+    return Path(os.environ.get(FOLDER_ENV, NOTEBOOKS))
+
+
+def chapters(folder: Path | None = None) -> dict[str, Path]:
     """``{name: path}`` of the chapter notebooks, e.g. ``foundations`` for ``01_foundations.ipynb``."""
+    folder = folder or notebooks_folder()
     return {p.stem.split("_", 1)[-1]: p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))}
 
 
@@ -29,16 +52,186 @@ def _value(text: str):
         return text
 
 
-def run_notebook(path: Path, output: Path, parameters: dict, cwd: Path) -> float:
+def check_parameters(notebook: Path, params: dict):
+    """Raise ``ValueError`` naming the notebook's parameters when ``params`` sets one it does not have (papermill
+    itself would only warn and run with the default)."""
     import papermill as pm
 
-    start = time.perf_counter()
-    pm.execute_notebook(str(path), str(output), parameters=parameters, cwd=str(cwd), progress_bar=True,
-                        kernel_name="python3")
-    return time.perf_counter() - start
+    known = pm.inspect_notebook(str(notebook))
+    unknown = sorted(set(params) - set(known))
+    if unknown:
+        raise ValueError(f"{notebook.name} has no parameter {unknown[0]!r}; its parameters: {', '.join(known)}")
 
 
-def main(argv=None) -> int:
+def _arguments(params: dict) -> list[str]:
+    """Command-line arguments that give ``params`` back through :func:`_value` (``--profile`` for PROFILE)."""
+    args = []
+    for key, value in params.items():
+        text = value if isinstance(value, str) and _value(value) == value else repr(value)
+        args += ["--profile", text] if key == "PROFILE" else ["-p", key, text]
+    return args
+
+
+def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path) -> float:
+    """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken."""
+    import papermill as pm
+
+    from . import report
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    command = shlex.join(["dml-tutorial", "run", name] + _arguments(params))
+    with tempfile.TemporaryDirectory() as tmp:
+        recorded = Path(tmp) / "tables.jsonl"
+        previous, os.environ[report.ENV] = os.environ.get(report.ENV), str(recorded)  # the kernel inherits it
+        start = time.perf_counter()
+        try:
+            pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(src.parent.parent), progress_bar=True,
+                                kernel_name="python3")
+        finally:
+            if previous is None:
+                os.environ.pop(report.ENV)
+            else:
+                os.environ[report.ENV] = previous
+        seconds = time.perf_counter() - start
+        run = report.run_file(name, params, recorded, command, seconds)
+    results_file.parent.mkdir(parents=True, exist_ok=True)
+    tmp_file = results_file.with_name(results_file.name + ".tmp")
+    tmp_file.write_text(json.dumps(run, indent=1) + "\n")
+    os.replace(tmp_file, results_file)
+    return seconds
+
+
+def _run(args, parser) -> int:
+    known = chapters()
+    names = list(known) if args.chapter == "all" else [args.chapter]
+    if names[0] not in known:
+        parser.error(f"unknown chapter {names[0]!r}; known chapters: {', '.join(known)}")
+    if args.results and len(names) > 1:
+        parser.error("--results names one file: use it with one chapter")
+    params = {name: _value(value) for name, value in args.parameter}
+    if args.profile:
+        params["PROFILE"] = args.profile
+    for name in names:
+        src = known[name]
+        out = src if args.output is None else args.output / src.name
+        results_file = args.results or out.with_name(out.stem + ".results.json")
+        print(f"== {name}: {src} -> {out}", flush=True)
+        try:
+            check_parameters(src, params)
+            seconds = run_chapter(name, src, out, params, results_file)
+        except ValueError as err:
+            parser.error(str(err))
+        except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
+            lines = str(err).strip().splitlines()
+            print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"
+                  f"the partially executed notebook is kept at {out}", file=sys.stderr)
+            return 1
+        print(f"== {name}: done in {seconds:.0f} s; results: {results_file}", flush=True)
+    return 0
+
+
+def load_grid(path: Path) -> dict:
+    """Read and check a sweep file: ``chapter``, ``grid`` ({parameter: [values]}) and optionally ``profile``
+    (default ``full``), ``parameters`` (fixed for every run) and ``devices`` (GPU ids to spread runs over)."""
+    import yaml
+
+    spec = yaml.safe_load(Path(path).read_text()) or {}
+    if not isinstance(spec, dict) or set(spec) - GRID_KEYS or "chapter" not in spec:
+        raise ValueError(f"{path}: a sweep file is a mapping with 'chapter' and 'grid' (and optionally "
+                         f"'profile', 'parameters', 'devices'); got keys {sorted(spec) if isinstance(spec, dict) else spec}")
+    if spec["chapter"] not in chapters():
+        raise ValueError(f"{path}: unknown chapter {spec['chapter']!r}; known chapters: {', '.join(chapters())}")
+    grid = spec.get("grid")
+    if not isinstance(grid, dict) or not grid or not all(isinstance(v, list) and v for v in grid.values()):
+        raise ValueError(f"{path}: 'grid' must map each parameter to a non-empty list of values, got {grid!r}")
+    spec.setdefault("profile", "full")
+    spec.setdefault("parameters", {})
+    if spec["profile"] not in ("smoke", "full", "auto"):
+        raise ValueError(f"{path}: profile must be 'smoke', 'full' or 'auto', got {spec['profile']!r}")
+    params = {**spec["parameters"], **grid}
+    check_parameters(chapters()[spec["chapter"]], params)
+    return spec
+
+
+def sweep_points(spec: dict) -> list[tuple[str, dict]]:
+    """``[(run_id, parameters)]``: every point of the grid, named by the profile and the values that define it."""
+    names = list(spec["grid"])
+    points = []
+    for values in itertools.product(*spec["grid"].values()):
+        params = {"PROFILE": spec["profile"], **spec["parameters"], **dict(zip(names, values))}
+        slug = "_".join(f"{k.lower()}-{re.sub(r'[^A-Za-z0-9.]+', '-', str(v)).strip('-')}"
+                        for k, v in sorted(params.items()) if k != "PROFILE")
+        points.append((f"{spec['profile']}_{slug}", params))
+    return points
+
+
+def _devices(option: str | None, spec: dict) -> list[str | None]:
+    if option is None and "devices" in spec:
+        option = ",".join(map(str, spec["devices"]))
+    if option is None or option == "auto":
+        import torch
+
+        return [str(i) for i in range(torch.cuda.device_count())] or [None]
+    return [d.strip() for d in option.split(",") if d.strip()] or [None]
+
+
+def _sweep(args, parser) -> int:
+    try:
+        spec = load_grid(args.grid)
+    except (ValueError, OSError) as err:
+        parser.error(str(err))
+    chapter = spec["chapter"]
+    points = sweep_points(spec)
+    todo = [(rid, p) for rid, p in points if not (args.results / chapter / f"{rid}.json").exists()]
+    devices = _devices(args.devices, spec)
+    print(f"{chapter}: {len(points)} runs in the grid, {len(points) - len(todo)} already have results, "
+          f"{len(todo)} to run on {', '.join(f'GPU {d}' if d else 'the default device' for d in devices)}", flush=True)
+    free = queue.Queue()
+    for d in devices:
+        free.put(d)
+
+    def one(rid, params):
+        device = free.get()
+        try:
+            log = args.output / chapter / f"{rid}.log"
+            log.parent.mkdir(parents=True, exist_ok=True)
+            env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
+            cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
+                   "--results", str(args.results / chapter / f"{rid}.json")]
+            cmd += _arguments(params)
+            with open(log, "w") as f:
+                return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode, log
+        finally:
+            free.put(device)
+
+    from tqdm import tqdm
+
+    failed = []
+    with ThreadPoolExecutor(len(devices)) as pool:
+        futures = {pool.submit(one, rid, p): rid for rid, p in todo}
+        for future in tqdm(as_completed(futures), total=len(futures), desc=f"sweep {chapter}", file=sys.stderr):
+            code, log = future.result()
+            if code:
+                failed.append(f"{futures[future]} (exit {code}, log: {log})")
+    if failed:
+        print(f"error: {len(failed)} of {len(todo)} runs failed:\n  " + "\n  ".join(failed), file=sys.stderr)
+        return 1
+    print(f"{chapter}: all {len(points)} runs have results in {args.results / chapter}; "
+          "`dml-tutorial report` updates the book's pages", flush=True)
+    return 0
+
+
+def _report(args, parser) -> int:
+    from . import report
+
+    for page in report.write_report(args.results, args.pages):
+        print(f"wrote {page}")
+    return 0
+
+
+def _parser() -> argparse.ArgumentParser:
+    from .report import PAGES, RESULTS
+
     parser = argparse.ArgumentParser(prog="dml-tutorial", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapter notebooks with papermill")
@@ -48,26 +241,20 @@ def main(argv=None) -> int:
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                      help="set a notebook parameter (VALUE is read as a Python literal when it is one)")
     run.add_argument("--output", type=Path, default=None, help="folder for executed copies (default: in place)")
-    args = parser.parse_args(argv)
+    run.add_argument("--results", type=Path, default=None,
+                     help="results file (default: <notebook>.results.json next to the executed notebook)")
+    sweep = sub.add_parser("sweep", help="run a chapter over a parameter grid, resumably")
+    sweep.add_argument("grid", type=Path, help="a YAML sweep file, e.g. data/sweeps/dcdl.yaml")
+    sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")
+    sweep.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
+    sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
+    report = sub.add_parser("report", help="write the 'results at scale' pages from the results files")
+    report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
+    report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
+    return parser
 
-    known = chapters()
-    names = list(known) if args.chapter == "all" else [args.chapter]
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        parser.error(f"unknown chapter {unknown[0]!r}; known chapters: {', '.join(known)}")
-    params = {name: _value(value) for name, value in args.parameter}
-    if args.profile:
-        params["PROFILE"] = args.profile
-    for name in names:
-        src = known[name]
-        out = src if args.output is None else args.output / src.name
-        out.parent.mkdir(parents=True, exist_ok=True)
-        print(f"== {name}: {src.relative_to(NOTEBOOKS.parent)} -> {out}", flush=True)
-        try:
-            seconds = run_notebook(src, out, params, cwd=NOTEBOOKS.parent)
-        except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
-            print(f"error: chapter {name!r} failed: {str(err).strip().splitlines()[-1] if str(err).strip() else err!r}"
-                  f"\nthe partially executed notebook is kept at {out}", file=sys.stderr)
-            return 1
-        print(f"== {name}: done in {seconds:.0f} s", flush=True)
-    return 0
+
+def main(argv=None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    return {"run": _run, "sweep": _sweep, "report": _report}[args.command](args, parser)

@@ -43,6 +43,6 @@ def test_torch_is_not_hard_pinned_in_the_package():
 def test_issue_required_dependencies_are_declared():
     needed = {"torch", "torchvision", "pot", "scikit-learn", "matplotlib", "seaborn", "umap-learn", "tqdm", "mnist1d",
               "jupyter-book", "jupyterlab", "papermill", "nbval", "ipykernel", "pytest", "hypothesis",
-              "pytorch-metric-learning", "geomloss", "ruff"}
+              "pytorch-metric-learning", "geomloss", "ruff", "playwright"}
     assert needed <= set(_pyproject())
     assert "<2" in _pyproject()["jupyter-book"], "Jupyter Book 2 downloads its theme at build time"

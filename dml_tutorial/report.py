@@ -1,0 +1,184 @@
+"""Results as data: what a chapter run records, one JSON file per run, and the "results at scale" pages built from
+them.
+
+A notebook shows each table with :func:`record`, which returns the table it displays. Under
+``dml-tutorial run`` (which sets ``DML_TUTORIAL_RECORD`` to a file for the kernel) it also appends the table's raw
+numbers, one value per seed, to that file; anywhere else (Colab, nbval, a plain Jupyter session) it writes nothing.
+The command line then writes one self-describing run file (:func:`run_file`) into ``data/results/<chapter>/``, and
+:func:`write_report` turns all of them into one page per chapter in ``book/results/``: paper reported beside
+measured (mean ± std over every seed recorded for the same settings), with the device, profile, epochs and command.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+
+from . import __version__, plots
+
+ENV = "DML_TUTORIAL_RECORD"
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = ROOT / "data" / "results"
+PAGES = ROOT / "book" / "results"
+GROUP_KEYS = ("profile", "dataset", "model", "epochs")  # runs that agree on these are seeds of one experiment
+
+
+def _jsonable(table: dict | None) -> dict:
+    """``{row: {column: values}}`` with string keys and plain floats (JSON has no tuple or numpy keys)."""
+    return {str(row): {str(col): np.atleast_1d(np.asarray(v, dtype=float)).tolist() if not isinstance(v, str) else v
+                       for col, v in cols.items()} for row, cols in (table or {}).items()}
+
+
+def device_name(device) -> str:
+    """``"cuda: NVIDIA H100 80GB HBM3"`` or ``"cpu: x86_64, 2 threads"``: the hardware a number came from."""
+    import torch
+
+    dev = torch.device(device)
+    if dev.type == "cuda":
+        return f"cuda: {torch.cuda.get_device_name(dev)}"
+    return f"{dev.type}: {platform.machine()}, {torch.get_num_threads()} threads"
+
+
+def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, seeds, device, digits: int = 1):
+    """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
+    :func:`dml_tutorial.plots.results_table`, and, under ``dml-tutorial run``, record them for the report."""
+    path = os.environ.get(ENV)
+    if path:
+        entry = {"table": table, "seeds": [int(s) for s in seeds], "device": device_name(device),
+                 "settings": {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, type(None)))},
+                 "measured": _jsonable(measured), "paper": _jsonable(paper)}
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+    return plots.results_table(measured, paper, digits)
+
+
+def git_commit(root: Path = ROOT) -> str:
+    """The checked-out commit, with ``-dirty`` when tracked files differ from it; ``"unknown"`` outside git."""
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                               capture_output=True, text=True, check=True)
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+
+
+def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float) -> dict:
+    """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
+    (device, package version, commit, date) and every table the notebook recorded into ``recorded``."""
+    tables = [json.loads(line) for line in Path(recorded).read_text().splitlines() if line.strip()] \
+        if Path(recorded).exists() else []
+    first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
+    return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
+            "settings": first["settings"], "seeds": first["seeds"], "device": first["device"],
+            "version": __version__, "commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
+            .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
+            "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables]}
+
+
+def load_runs(folder: Path = RESULTS) -> list[dict]:
+    """Every run file under ``folder`` (``<chapter>/<run>.json``), oldest first."""
+    runs = [json.loads(p.read_text()) for p in sorted(Path(folder).glob("*/*.json"))]
+    return sorted(runs, key=lambda r: r["date"])
+
+
+def group(runs: list[dict]) -> dict:
+    """``{(profile, dataset, model, epochs): [runs]}``: runs of the same experiment that differ only in seed."""
+    groups = defaultdict(list)
+    for run in runs:
+        groups[tuple(run["settings"].get(k) for k in GROUP_KEYS)].append(run)
+    return dict(groups)
+
+
+def merge_seeds(runs: list[dict]) -> dict:
+    """``{table: (measured, paper)}`` with one value per seed over ``runs``; a seed recorded twice keeps the newest
+    run's value (``runs`` oldest first), so re-running a seed replaces it rather than counting it twice."""
+    by_seed, paper = defaultdict(dict), {}
+    for run in runs:
+        for t in run["tables"]:
+            paper[t["table"]] = t["paper"]
+            for row, cols in t["measured"].items():
+                for col, values in cols.items():
+                    for seed, value in zip(t["seeds"], values):
+                        by_seed[(t["table"], row, col)][seed] = value
+    merged = defaultdict(lambda: defaultdict(dict))
+    for (table, row, col), values in by_seed.items():
+        merged[table][row][col] = [values[s] for s in sorted(values)]
+    return {table: (dict(rows), paper[table]) for table, rows in merged.items()}
+
+
+def markdown_table(frame) -> str:
+    """A pandas table (as :func:`dml_tutorial.plots.results_table` makes it) as a Markdown table."""
+    columns = [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in frame.columns]
+    lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    lines += [f"| {name} | " + " | ".join(str(v) for v in row) + " |" for name, row in zip(frame.index, frame.values)]
+    return "\n".join(lines)
+
+
+def _title(notebook: Path) -> str:
+    import nbformat
+
+    cells = nbformat.read(notebook, as_version=4).cells
+    heading = next(line for c in cells if c.cell_type == "markdown" for line in c.source.splitlines()
+                   if line.startswith("# "))
+    return heading[2:].strip()
+
+
+def _section(key: tuple, runs: list[dict]) -> list[str]:
+    profile, dataset, model, epochs = key
+    seeds = sorted({s for r in runs for s in r["seeds"]})
+    lines = [f"## {profile} profile: {dataset}, {model}, {epochs} epochs", "",
+             f"- runs: {len(runs)}, seeds {', '.join(map(str, seeds))}",
+             f"- device: {', '.join(sorted({str(r['device']) for r in runs}))}",
+             f"- package: {', '.join(sorted({r['version'] for r in runs}))}",
+             f"- commits: {', '.join(sorted({r['commit'][:12] for r in runs}))}",
+             f"- dates: {min(r['date'] for r in runs)[:10]} to {max(r['date'] for r in runs)[:10]}",
+             f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", "", "```bash"]
+    lines += sorted({r["command"] for r in runs}) + ["```", ""]
+    for table, (measured, paper) in merge_seeds(runs).items():
+        lines += [f"### {table}", "", markdown_table(plots.results_table(measured, paper)), "",
+                  f"In %, mean ± std over seeds {', '.join(map(str, seeds))}; paper columns quoted from the paper.", ""]
+    return lines
+
+
+def report_page(chapter: str, notebook: Path, runs: list[dict]) -> str:
+    """The "results at scale" page of one chapter: full-profile runs first, then any others, or a plain "not run
+    at full scale yet"."""
+    title = _title(notebook)
+    groups = sorted(group(runs).items(), key=lambda kv: (kv[0][0] != "full", str(kv[0])))
+    full = sum(len(g) for k, g in groups if k[0] == "full")
+    status = (f"{full} full-profile run(s) recorded." if full else
+              "**Not run at full scale yet.** The chapter's own numbers come from its smoke profile (offline data, "
+              "CPU); nobody has recorded a full-profile run of it here.")
+    lines = [f"# Results at scale: {title}", "",
+             f"<!-- generated by `dml-tutorial report` from data/results/{chapter}/: do not edit by hand -->", "",
+             status, "",
+             (f"The chapter: {{doc}}`/notebooks/{notebook.stem}`. To add runs on a GPU: "
+             f"`dml-tutorial sweep data/sweeps/{chapter}.yaml` (resumable), then `dml-tutorial report`."), ""]
+    for key, members in groups:
+        lines += _section(key, members)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict | None = None) -> list[Path]:
+    """Write ``pages/<chapter>.md`` for every chapter notebook (``{chapter: path}``, default: the book's) from
+    the run files under ``results``; returns the pages written."""
+    from .cli import chapters
+    from .profiles import CHAPTERS
+
+    runs = load_runs(results)
+    notebooks = notebooks or {c: nb for c, nb in chapters().items() if c in CHAPTERS}
+    pages.mkdir(parents=True, exist_ok=True)
+    written = []
+    for chapter, notebook in notebooks.items():
+        page = pages / f"{chapter}.md"
+        page.write_text(report_page(chapter, notebook, [r for r in runs if r["chapter"] == chapter]))
+        written.append(page)
+    return written

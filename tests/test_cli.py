@@ -1,0 +1,121 @@
+"""The command line on a tiny chapter folder: run (results file, failing cell, bad input), sweep (resumes, reports
+failures), report, and the installed ``dml-tutorial`` script."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from dml_tutorial import cli
+
+PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
+BODY = """from dml_tutorial import report
+if FAIL:
+    raise RuntimeError("asked to fail")
+cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
+report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
+              device="cpu")"""
+
+
+@pytest.fixture
+def folder(tmp_path, monkeypatch):
+    """A repository-like folder with one chapter notebook, ``01_toy.ipynb``, made the CLI's notebook folder."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [nbformat.v4.new_markdown_cell("# A toy chapter"),
+                nbformat.v4.new_code_cell(PARAMETERS, metadata={"tags": ["parameters"]}),
+                nbformat.v4.new_code_cell(BODY)]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    (tmp_path / "notebooks").mkdir()
+    nbformat.write(nb, tmp_path / "notebooks" / "01_toy.ipynb")
+    monkeypatch.setenv(cli.FOLDER_ENV, str(tmp_path / "notebooks"))
+    return tmp_path
+
+
+def _fails(argv, capsys) -> str:
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(argv)
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
+def test_unknown_chapter_and_parameter_are_one_clear_message(folder, capsys):
+    assert "unknown chapter 'nope'; known chapters: toy" in _fails(["run", "nope"], capsys)
+    err = _fails(["run", "toy", "-p", "EPOCH", "3"], capsys)
+    assert "01_toy.ipynb has no parameter 'EPOCH'; its parameters: PROFILE, SEED, FAIL" in err
+
+
+def test_run_writes_the_executed_notebook_and_its_results(folder):
+    out = folder / "out"
+    assert cli.main(["run", "toy", "--profile", "smoke", "-p", "SEED", "1", "--output", str(out)]) == 0
+    assert (out / "01_toy.ipynb").exists()
+    run = json.loads((out / "01_toy.results.json").read_text())
+    assert run["parameters"] == {"SEED": 1, "PROFILE": "smoke"} and run["seeds"] == [1]
+    assert run["command"] == "dml-tutorial run toy -p SEED 1 --profile smoke"
+    assert run["tables"][0]["measured"] == {"row": {"R@1": [0.6]}} and run["profile"] == "smoke"
+    assert run["device"].startswith("cpu")
+
+
+def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
+    out = folder / "out"
+    assert cli.main(["run", "toy", "-p", "FAIL", "True", "--output", str(out)]) == 1
+    err = capsys.readouterr().err
+    assert "chapter 'toy' failed" in err and "asked to fail" in err and str(out / "01_toy.ipynb") in err
+    kept = nbformat.read(out / "01_toy.ipynb", as_version=4)
+    assert any(o.get("ename") == "RuntimeError" for c in kept.cells if c.cell_type == "code" for o in c.outputs)
+    assert not (out / "01_toy.results.json").exists()
+
+
+def _grid(folder, text) -> Path:
+    path = folder / "grid.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_sweep_runs_every_point_once_and_resumes(folder):
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 2]\n")
+    results, output = folder / "results", folder / "runs"
+    argv = ["sweep", str(grid), "--results", str(results), "--output", str(output)]
+    assert cli.main(argv) == 0
+    files = sorted((results / "toy").glob("*.json"))
+    assert [f.name for f in files] == ["smoke_seed-0.json", "smoke_seed-2.json"]
+    assert json.loads(files[1].read_text())["tables"][0]["measured"] == {"row": {"R@1": [0.7]}}
+    stamps = {f: f.stat().st_mtime_ns for f in files}
+    files[0].unlink()
+    assert cli.main(argv) == 0  # resumes: only the missing point runs again
+    assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
+
+
+def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\nparameters: {FAIL: true}\ngrid:\n  SEED: [0]\n")
+    argv = ["sweep", str(grid), "--results", str(folder / "results"), "--output", str(folder / "runs")]
+    assert cli.main(argv) == 1
+    err = capsys.readouterr().err
+    assert "1 of 1 runs failed" in err and "smoke_fail-True_seed-0" in err
+    assert "asked to fail" in (folder / "runs" / "toy" / "smoke_fail-True_seed-0.log").read_text()
+
+
+@pytest.mark.parametrize("text, message", [
+    ("chapter: nope\ngrid: {SEED: [0]}\n", "unknown chapter 'nope'"),
+    ("chapter: toy\ngrid: {SEED: []}\n", "'grid' must map each parameter to a non-empty list"),
+    ("chapter: toy\ngrid: {EPOCHS: [1]}\n", "has no parameter 'EPOCHS'"),
+    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'smoke', 'full' or 'auto'"),
+    ("chapter: toy\ngrids: {SEED: [0]}\n", "a sweep file is a mapping with 'chapter' and 'grid'"),
+])
+def test_bad_sweep_files_are_one_clear_message(folder, capsys, text, message):
+    assert message in _fails(["sweep", str(_grid(folder, text))], capsys)
+
+
+def test_report_writes_a_page_per_chapter_with_a_profile(folder, tmp_path):
+    pages = tmp_path / "pages"
+    assert cli.main(["report", "--results", str(folder / "none"), "--pages", str(pages)]) == 0
+    assert [p.name for p in pages.iterdir()] == []  # the toy chapter has no profile in dml_tutorial.profiles
+
+
+def test_the_installed_script_runs():
+    script = Path(sys.executable).with_name("dml-tutorial")
+    assert script.exists(), "pip install -e . installs the dml-tutorial script ([project.scripts])"
+    result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0 and "run" in result.stdout and "sweep" in result.stdout and "report" in result.stdout

@@ -1,0 +1,135 @@
+"""Results as data: what a notebook records, the run files, how seeds merge, and the committed "results at scale"
+pages, which must be exactly what the committed run files give."""
+
+import json
+import subprocess
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from conftest import ROOT
+
+from dml_tutorial import plots, report
+from dml_tutorial.cli import chapters
+from dml_tutorial.profiles import CHAPTERS
+
+CFG = {"profile": "full", "dataset": "cifar10", "model": "vgg9", "epochs": 100, "seen": [0, 1]}
+
+
+def _run(seeds, values, date, epochs=100, chapter="dcdl", device="cuda: NVIDIA H100", command=None):
+    return {"chapter": chapter, "parameters": {"SEED": seeds[0]}, "profile": "full",
+            "settings": {**CFG, "epochs": epochs}, "seeds": seeds, "device": device, "version": "0.1.0",
+            "commit": "a" * 40, "date": date, "command": command or f"dml-tutorial run {chapter} -p SEED {seeds[0]}",
+            "seconds": 3600.0, "tables": [{"table": "Table 1", "seeds": seeds,
+                                           "measured": {"L_Trip": {"accuracy": values}},
+                                           "paper": {"L_Trip": {"accuracy": 91.0}}}]}
+
+
+def test_record_shows_the_table_and_writes_nothing_outside_the_cli(monkeypatch, tmp_path):
+    monkeypatch.delenv(report.ENV, raising=False)
+    monkeypatch.chdir(tmp_path)
+    measured = {"a": {"R@1": [0.5, 0.7]}}
+    shown = report.record("T", measured, {"a": {"R@1": 61.0}}, cfg=CFG, seeds=[0, 1], device="cpu")
+    pd.testing.assert_frame_equal(shown, plots.results_table(measured, {"a": {"R@1": 61.0}}))
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_record_appends_one_value_per_seed_with_json_keys(monkeypatch, tmp_path):
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    report.record("T1", {("L", "clean"): {0.1: np.array([0.25, 0.5])}}, cfg=CFG, seeds=[3, 4], device="cpu")
+    report.record("T2", {"r": {"R@1": [np.float32(0.75)]}}, {"r": {"R@1": 80.0}}, cfg=CFG, seeds=[3], device="cpu")
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert first["table"] == "T1" and first["seeds"] == [3, 4] and first["paper"] == {}
+    assert first["measured"] == {"('L', 'clean')": {"0.1": [0.25, 0.5]}}
+    assert second["measured"] == {"r": {"R@1": [0.75]}} and second["paper"] == {"r": {"R@1": [80.0]}}
+    assert first["settings"]["epochs"] == 100 and first["device"].startswith("cpu: ")
+
+
+def test_run_file_describes_the_run(tmp_path):
+    recorded = tmp_path / "tables.jsonl"
+    recorded.write_text(json.dumps({"table": "T", "seeds": [1], "device": "cpu: x", "settings": CFG,
+                                    "measured": {"r": {"m": [0.5]}}, "paper": {}}) + "\n")
+    run = report.run_file("dcdl", {"SEED": 1}, recorded, "dml-tutorial run dcdl -p SEED 1", 12.34)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    assert run["commit"].removesuffix("-dirty") == head
+    assert (run["chapter"], run["profile"], run["seeds"], run["device"]) == ("dcdl", "full", [1], "cpu: x")
+    assert run["parameters"] == {"SEED": 1} and run["seconds"] == 12.3 and run["settings"]["dataset"] == "cifar10"
+    assert run["version"] and run["date"][:4].isdigit() and run["tables"][0]["measured"] == {"r": {"m": [0.5]}}
+    empty = report.run_file("dcdl", {}, tmp_path / "missing.jsonl", "cmd", 1.0)
+    assert empty["tables"] == [] and empty["profile"] is None
+
+
+def test_seeds_merge_and_a_rerun_replaces_its_seed():
+    runs = [_run([0], [0.80], "2026-01-01"), _run([1], [0.90], "2026-01-02"), _run([0], [0.70], "2026-01-03")]
+    measured, paper = report.merge_seeds(runs)["Table 1"]
+    assert measured == {"L_Trip": {"accuracy": [0.70, 0.90]}}
+    assert paper == {"L_Trip": {"accuracy": 91.0}}
+
+
+def test_runs_with_other_settings_are_not_merged():
+    groups = report.group([_run([0], [0.8], "d1"), _run([1], [0.9], "d2"), _run([0], [0.5], "d3", epochs=10)])
+    assert sorted(len(g) for g in groups.values()) == [1, 2]
+
+
+def test_page_says_when_a_chapter_has_no_full_scale_run(tmp_path):
+    notebook = chapters()["dcdl"]
+    page = report.report_page("dcdl", notebook, [])
+    assert "Not run at full scale yet" in page and page.startswith("# Results at scale: ")
+    smoke = _run([0], [0.5], "2026-01-01")
+    smoke["settings"]["profile"] = "smoke"
+    assert "Not run at full scale yet" in report.report_page("dcdl", notebook, [smoke])
+
+
+def test_page_shows_mean_and_std_over_seeds_beside_the_paper():
+    runs = [_run([s], [v], f"2026-01-0{s + 1}") for s, v in enumerate([0.80, 0.90, 0.85])]
+    page = report.report_page("dcdl", chapters()["dcdl"], runs)
+    assert "Not run at full scale yet" not in page and "3 full-profile run(s)" in page
+    values = np.array([80.0, 90.0, 85.0])
+    expected = f"{values.mean():.1f} ± {np.std(values, ddof=1):.1f}"  # computed here, not by the package
+    row = next(line for line in page.splitlines() if line.startswith("| L_Trip |"))
+    assert row == f"| L_Trip | 91.0 | {expected} |"
+    for needle in ("cuda: NVIDIA H100", "dml-tutorial run dcdl -p SEED 2", "seeds 0, 1, 2", "100 epochs"):
+        assert needle in page
+
+
+def test_markdown_table_has_one_cell_per_column():
+    frame = plots.results_table({"a": {"R@1": [0.5], "NMI": [0.25]}, "b": {"R@1": [0.75]}},
+                                {"a": {"R@1": 40.0}})
+    lines = report.markdown_table(frame).splitlines()
+    assert len(lines) == 2 + 2 and len({line.count("|") for line in lines}) == 1
+    assert lines[0] == "| | R@1 paper | R@1 measured | NMI measured |"
+
+
+def test_committed_pages_are_what_the_committed_results_give(tmp_path):
+    """The report is regenerated from data/results/ here; a stale or hand-edited page fails."""
+    written = report.write_report(report.RESULTS, tmp_path)
+    assert {p.stem for p in written} == set(CHAPTERS)
+    for page in written:
+        committed = report.PAGES / page.name
+        assert committed.exists(), f"run `dml-tutorial report`: {committed} is missing"
+        assert committed.read_text() == page.read_text(), f"{committed} is stale: run `dml-tutorial report`"
+
+
+def test_every_results_page_is_in_the_book():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = {c["file"] for part in toc["parts"] for c in part["chapters"]}
+    assert {f"book/results/{c}" for c in CHAPTERS} <= files
+
+
+def test_every_committed_run_file_is_complete():
+    keys = {"chapter", "parameters", "profile", "settings", "seeds", "device", "version", "commit", "date",
+            "command", "seconds", "tables"}
+    for path in report.RESULTS.glob("*/*.json"):
+        run = json.loads(path.read_text())
+        assert keys <= set(run), f"{path}: missing {keys - set(run)}"
+        assert run["chapter"] == path.parent.name
+
+
+@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
+def test_each_chapter_has_a_sweep_file(chapter):
+    from dml_tutorial.cli import load_grid
+
+    spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}.yaml")
+    assert spec["chapter"] == chapter and spec["profile"] == "full"
