@@ -24,8 +24,10 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import metrics, models, sampling, train
+from . import augment, metrics, models, sampling, train
 from . import noise as label_noise
+from ._checks import check_choice
+from .data import ArrayDataset
 
 
 @dataclass
@@ -50,14 +52,16 @@ def corrupt(dataset, noise, seed: int = 0, pairs=None):
 
 
 OPTIMIZERS = {"adam": torch.optim.Adam, "rmsprop": torch.optim.RMSprop}
+AUGMENTATIONS = {None: None, "crop_flip": augment.random_crop_flip}
 
 
 def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, evaluate=None, init=None):
     """A fresh ``cfg["model"]`` (``dim``, ``dropout``; L2-normalised unless ``normalize`` is False) trained with
     ``loss_fn`` for ``cfg["epochs"]`` epochs of P x K batches (``batches_per_epoch`` of them, default: one pass):
     ``optimizer`` (Adam by default, or RMSprop) at ``lr`` with ``weight_decay``, the embedding layer at
-    ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs. Returns (model, history,
-    seconds)."""
+    ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs. GPU settings:
+    ``data_on_device`` (in-memory datasets moved to the device once), ``augment`` (a key of ``AUGMENTATIONS``),
+    ``amp`` and ``channels_last`` (see :func:`dml_tutorial.train.fit`). Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
     model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0),
@@ -71,10 +75,15 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=cfg.get("lr_step") or cfg["epochs"] + 1,
                                                 gamma=0.1)
     sampler = sampling.PKSampler(data.labels, p=p, k=k, seed=seed, batches_per_epoch=cfg.get("batches_per_epoch"))
+    if cfg.get("data_on_device") and isinstance(data, ArrayDataset):
+        data = data.to(train.resolve_device(device))
+    augmentation = AUGMENTATIONS[check_choice(cfg.get("augment"), AUGMENTATIONS, "augment")]
     start = time.perf_counter()
     history = train.fit(model, loss_fn, data, epochs=cfg["epochs"], sampler=sampler, optimizer=optimizer,
                         scheduler=scheduler, device=device, seed=seed, progress=progress, checkpoint=checkpoint,
-                        evaluate=evaluate, description=getattr(loss_fn, "__name__", "training"))
+                        evaluate=evaluate, augment=augmentation, amp=cfg.get("amp", False),
+                        channels_last=cfg.get("channels_last", False),
+                        description=getattr(loss_fn, "__name__", "training"))
     return model, history, time.perf_counter() - start
 
 

@@ -10,6 +10,7 @@
 former only). ``model(x)`` returns unit-norm embeddings; ``model(x, normalize=False)`` the raw ones.
 """
 
+import torch
 import torch.nn.functional as F
 from torch import nn
 
@@ -24,7 +25,11 @@ class Embedder(nn.Module):
         return self.trunk(x)
 
     def forward(self, x, normalize: bool | None = None):
-        z = self.embedding(self.dropout(self.features(x)))
+        h = self.features(x)
+        if h.dtype in (torch.float16, torch.bfloat16):  # mixed precision (fit(amp=True)): only the trunk runs in
+            h = h.float()                               # half precision, the embedding layer in float32
+        with torch.autocast(h.device.type, enabled=False):
+            z = self.embedding(self.dropout(h))
         return F.normalize(z, dim=1) if (self.normalize if normalize is None else normalize) else z
 
 

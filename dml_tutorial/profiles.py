@@ -11,6 +11,10 @@ import copy
 import torch
 
 PROFILE_NAMES = ("smoke", "full")
+# GPU settings, for the chapters trained through experiment._train: ``data_on_device`` keeps in-memory datasets on
+# the GPU; ``amp`` (bfloat16 trunk, float32 embedding and loss) and ``channels_last`` are on for the 224-px
+# backbones, where an H100 ran a training step 1.3-1.9x faster with them, and off for VGG-9 at 32 px, where it ran
+# 0.87x (benchmarks/bench_train_step.py).
 
 CHAPTERS = {
     "foundations": {
@@ -24,14 +28,16 @@ CHAPTERS = {
         "smoke": {"dataset": "digits", "model": "mlp", "dim": 64, "dropout": 0.1, "epochs": 6, "lr": 1e-3,
                   "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"], "terms": ["L", "L-median", "W"],
                   "noise": [None, ["symmetric", 0.3], ["asymmetric", 0.2]],
-                  "alone_noise": [None, ["symmetric", 0.3]], "lambdas": [0.1, 0.5, 5.0], "compare_with": "C-10"},
+                  "alone_noise": [None, ["symmetric", 0.3]], "lambdas": [0.1, 0.5, 5.0], "compare_with": "C-10",
+                  "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cifar10", "model": "vgg9", "dim": 64, "dropout": 0.1, "epochs": 100, "lr": 5e-4,
                  "lr_step": 50, "n_seeds": 1, "threads": None, "locals": ["trip", "np", "ang", "ang_np"],
                  "terms": ["L", "L-median", "W"],
                  "noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1], ["asymmetric", 0.2]],
                  "alone_noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1],
                                  ["asymmetric", 0.2]],
-                 "lambdas": [0.01, 0.1, 0.2, 0.5, 0.7, 1.0, 5.0], "compare_with": "C-10"},
+                 "lambdas": [0.01, 0.1, 0.2, 0.5, 0.7, 1.0, 5.0], "compare_with": "C-10",
+                 "data_on_device": True, "amp": False, "channels_last": False},
     },
     # ECAML (Chen & Deng): section 5. Class-disjoint retrieval: train on the seen classes, test on the others.
     "ecaml": {
@@ -39,12 +45,14 @@ CHAPTERS = {
                   "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2,
                   "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
-                  "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
+                  "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS",
+                  "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cars196", "seen": None, "model": "googlenet", "dim": 512, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 2e-4, "head_lr_mult": 10,
                  "lr_step": None, "p": 64, "k": 2, "n_seeds": 1, "threads": None,
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
-                 "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS"},
+                 "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4], "compare_with": "CARS",
+                 "data_on_device": True, "amp": True, "channels_last": True},
     },
     # CBSwR (Nguyen et al., paper 001): section 4. Unsupervised: trained on the seen classes' images, no labels.
     "cbswr": {
@@ -62,24 +70,28 @@ CHAPTERS = {
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
                   "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
                   "even_odd_dataset": "digits", "even_odd_epochs": 40, "even_odd_k": 32,
-                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS"},
+                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
+                  "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cars196", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
                  "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8], "positives_batches": 100,
                  "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64,
-                 "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS"},
+                 "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
+                 "data_on_device": True, "amp": True, "channels_last": True},
     },
     # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
     "noise_guarantees": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "optimizer": "adam", "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2,
-                  "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4},
+                  "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4,
+                  "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cub200", "seen": None, "model": "resnet34", "dim": 128, "dropout": 0.0,
                  "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "optimizer": "rmsprop", "lr_step": None, "p": 12, "k": 5, "n_seeds": 1, "threads": None,
-                 "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "skew_rate": 0.4},
+                 "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "skew_rate": 0.4,
+                 "data_on_device": True, "amp": True, "channels_last": True},
     },
 }
 

@@ -129,7 +129,7 @@ def _loss_arity(loss_fn) -> int:
 def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimizer=None, lr: float = 1e-3,
         scheduler=None, device="auto", seed: int = 0, evaluate=None, eval_every: int = 1, augment=None,
         checkpoint: str | Path | None = None, resume: bool = True, progress: bool = True, num_workers: int = 0,
-        description: str = "training") -> History:
+        amp: bool = False, channels_last: bool = False, description: str = "training") -> History:
     """Train ``model`` for ``epochs`` epochs and return its :class:`History`.
 
     - ``loss_fn(z, y)`` or ``loss_fn(z, y, batch)``, where ``batch`` has ``x`` (the input), ``indices`` and
@@ -139,13 +139,19 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
     - ``sampler``: a batch sampler (e.g. :class:`~dml_tutorial.sampling.PKSampler`); its ``set_epoch`` is called.
     - ``optimizer``: default Adam(lr); ``scheduler``: stepped once per epoch.
     - ``evaluate(model) -> dict``: called in eval mode every ``eval_every`` epochs and after the last; its
-      numbers join the history. ``augment(x) -> x`` transforms each batch on the device.
+      numbers join the history. ``augment(x) -> x`` transforms each batch on the device (e.g.
+      :func:`dml_tutorial.augment.random_crop_flip`; with the data on the GPU, see ``ArrayDataset.to``).
+    - ``amp``: the model's forward pass under bfloat16 autocast, the loss in float32 (distances, exponentials and
+      log-sum-exps lose too much in bfloat16; :class:`~dml_tutorial.models.Embedder` also keeps its embedding
+      layer in float32); ``channels_last``: NHWC layout for the model and image batches.
+      On an H100 the two together gave 1.3-1.9x at 224 px and 0.87x for VGG-9 at 32 px
+      (``benchmarks/bench_train_step.py``), so the profiles turn them on per model.
     """
     if epochs < 0:
         raise ValueError(f"epochs must be non-negative, got {epochs}")
     dev = resolve_device(device)
     seed_everything(seed)
-    model.to(dev)
+    model.to(dev, memory_format=torch.channels_last if channels_last else torch.preserve_format)
     loss_module = loss_fn.to(dev) if isinstance(loss_fn, torch.nn.Module) else None
     params = list(model.parameters()) + (list(loss_module.parameters()) if loss_module is not None else [])
     optimizer = optimizer or torch.optim.Adam(params, lr=lr)
@@ -172,7 +178,11 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         for x, y, idx in _batches(data, sampler, dev, num_workers):
             if augment is not None:
                 x = augment(x)
-            z = model(x)
+            if channels_last and x.dim() == 4:
+                x = x.contiguous(memory_format=torch.channels_last)
+            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+                z = model(x)
+            z = z.float()
             loss = loss_fn(z, y) if arity < 3 else loss_fn(z, y, SimpleNamespace(x=x, indices=idx, model=model))
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate "
