@@ -143,8 +143,9 @@ def _section(key: tuple, runs: list[dict]) -> list[str]:
              f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", "", "```bash"]
     lines += sorted({r["command"] for r in runs}) + ["```", ""]
     for table, (measured, paper) in merge_seeds(runs).items():
+        quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
         lines += [f"### {table}", "", markdown_table(plots.results_table(measured, paper)), "",
-                  f"In %, mean ± std over seeds {', '.join(map(str, seeds))}; paper columns quoted from the paper.", ""]
+                  f"In %, mean ± std over seeds {', '.join(map(str, seeds))}{quoted}.", ""]
     return lines
 
 

@@ -12,8 +12,12 @@ from dml_tutorial import augment, data, experiment, losses, models, sampling, tr
 def _which_crop(image, padded, padding):
     """(dy, dx, flipped) of every crop of ``padded`` equal to ``image``, by brute force."""
     h, w = image.shape[-2:]
-    return [(dy, dx, flip) for dy in range(2 * padding + 1) for dx in range(2 * padding + 1) for flip in (False, True)
-            if torch.equal(image, (lambda c: c.flip(-1) if flip else c)(padded[:, dy:dy + h, dx:dx + w]))]
+    found = []
+    for dy in range(2 * padding + 1):
+        for dx in range(2 * padding + 1):
+            crop = padded[:, dy:dy + h, dx:dx + w]
+            found += [(dy, dx, flip) for flip, view in ((False, crop), (True, crop.flip(-1))) if torch.equal(image, view)]
+    return found
 
 
 def test_each_image_is_one_crop_of_its_padded_self_and_every_offset_occurs():
