@@ -12,12 +12,15 @@ import pytest
 from dml_tutorial import cli
 
 PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
-BODY = """from dml_tutorial import report
+BODY = """import os
+
+from dml_tutorial import report
 if FAIL:
     raise RuntimeError("asked to fail")
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
 report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
-              device="cpu")"""
+              device="cpu")
+report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {}, cfg=cfg, seeds=[SEED], device="cpu")"""
 
 
 @pytest.fixture
@@ -86,6 +89,15 @@ def test_sweep_runs_every_point_once_and_resumes(folder):
     files[0].unlink()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
+
+
+def test_sweep_gives_each_parallel_run_one_gpu(folder):
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
+    results = folder / "results"
+    assert cli.main(["sweep", str(grid), "--devices", "5,7", "--results", str(results),
+                     "--output", str(folder / "runs")]) == 0
+    visible = [json.loads(f.read_text())["tables"][1]["table"] for f in sorted((results / "toy").glob("*.json"))]
+    assert len(visible) == 4 and set(visible) == {"GPUs visible: 5", "GPUs visible: 7"}  # two at a time
 
 
 def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
