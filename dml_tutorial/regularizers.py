@@ -11,6 +11,10 @@ does not over-fit the seen classes (section 4.1):
 The paper applies EC to the embedding (fully connected) layer only ("the overfitting mainly appears at the fc
 layer"): :func:`embedding_layer_only` recomputes the embeddings with the backbone's output detached, so that the
 EC gradient reaches the embedding layer and not the backbone.
+
+The authors' released Caffe code (chenbinghui1/ECAML, ``src/inner_product_layer.cu``, the ``bier_init`` branch
+with ``lamda: 0.5`` in ``examples/car/train_confusion.prototxt``) also adds a term the paper does not mention,
+:func:`unit_norm_rows`, which pulls every row of the embedding layer's weight matrix towards unit norm.
 """
 
 from __future__ import annotations
@@ -66,3 +70,12 @@ def embedding_layer_only(model, x: torch.Tensor, normalize: bool | None = None) 
     z = model.embedding(model.dropout(features))
     use_norm = model.normalize if normalize is None else normalize
     return torch.nn.functional.normalize(z, dim=1) if use_norm else z
+
+
+def unit_norm_rows(weight: torch.Tensor) -> torch.Tensor:
+    """(1/N) sum_i (||w_i||^2 - 1)^2 over the N rows w_i of ``weight`` [N, K] (one row per embedding dimension):
+    the released code's weight regulariser, whose gradient its CUDA kernel adds directly, 4 (lamda/N)
+    (||w_i||^2 - 1) w_i; multiply by that lamda (0.5 in the code). Zero when every row has unit norm."""
+    if weight.dim() != 2 or weight.shape[0] == 0:
+        raise ValueError(f"expected a weight matrix [N, K] with N > 0, got shape {tuple(weight.shape)}")
+    return ((weight.pow(2).sum(1) - 1.0) ** 2).mean()

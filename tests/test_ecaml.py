@@ -72,3 +72,24 @@ def test_quoted_tables_agree_where_the_paper_repeats_them():
 def test_sop_uses_a_tenth_of_the_lambda():
     assert ecaml.paper_lambda("npair", "sop") == pytest.approx(0.03)
     assert ecaml.paper_lambda("npair", "cub200") == ecaml.LAMBDA["npair"]
+
+
+def test_the_released_codes_unit_norm_term_acts_on_the_embedding_weight_only():
+    torch.manual_seed(0)
+    model = models.MLP(in_dim=10, dim=4, hidden=16)
+    x, y = torch.randn(12, 10), torch.arange(3).repeat_interleave(4)
+    batch = SimpleNamespace(x=x, model=model)
+    with_norm = ecaml.ecaml_loss("binomial", lam=0.0, fc_unit_norm=0.5)(model(x), y, batch)
+    plain = ecaml.ecaml_loss("binomial", lam=0.0)(model(x), y, batch)
+    expected = 0.5 * ((model.embedding.weight.detach().pow(2).sum(1) - 1) ** 2).mean()
+    assert (with_norm - plain).item() == pytest.approx(expected.item(), rel=1e-5)
+    (with_norm - plain).backward()
+    assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.trunk.parameters())
+    assert torch.count_nonzero(model.embedding.weight.grad) > 0
+    with pytest.raises(ValueError, match="non-negative"):
+        ecaml.ecaml_loss("binomial", fc_unit_norm=-1.0)
+
+
+def test_table2_agrees_with_table4_at_512_dimensions():
+    for name in ("Binomial", "ECAML(Binomial)"):
+        assert ecaml.REPORTED_DIM[name][512] == ecaml.REPORTED["CARS"][name]

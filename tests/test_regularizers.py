@@ -104,3 +104,23 @@ def test_mean_reduction_divides_by_the_number_of_pairs():
         R.energy_confusion(z, y, log=True).item() / 6, rel=1e-12)
     with pytest.raises(ValueError, match="reduction"):
         R.energy_confusion(z, y, reduction="max")
+
+
+def test_unit_norm_rows_matches_a_loop_and_the_released_codes_gradient():
+    g = torch.Generator().manual_seed(3)
+    w = (torch.randn(5, 7, generator=g, dtype=torch.float64) * 0.6).requires_grad_()
+    loop = sum((sum(w[i, j] ** 2 for j in range(7)) - 1) ** 2 for i in range(5)) / 5
+    value = R.unit_norm_rows(w)
+    assert value.item() == pytest.approx(loop.item(), rel=1e-12)
+    value.backward()
+    # the CUDA kernel of chenbinghui1/ECAML adds 4 (lamda / N) (||w_i||^2 - 1) w_ij, here with lamda = 1
+    kernel = 4.0 / 5 * ((w.detach() ** 2).sum(1, keepdim=True) - 1) * w.detach()
+    assert torch.allclose(w.grad, kernel, rtol=1e-12)
+
+
+def test_unit_norm_rows_is_zero_on_unit_rows_and_rejects_bad_shapes():
+    rows = torch.nn.functional.normalize(torch.randn(4, 6, dtype=torch.float64), dim=1)
+    assert R.unit_norm_rows(rows).item() == pytest.approx(0.0, abs=1e-24)
+    for bad in (torch.ones(3), torch.ones(0, 4)):
+        with pytest.raises(ValueError, match="weight matrix"):
+            R.unit_norm_rows(bad)
