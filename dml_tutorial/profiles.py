@@ -107,16 +107,20 @@ def resolve_profile(profile: str = "auto") -> str:
     return profile
 
 
-def settings(chapter: str, profile: str = "auto", **overrides) -> dict:
-    """The settings of ``chapter`` under ``profile`` (resolved), with ``overrides`` applied (``None`` values are
-    ignored, so notebook parameters left at ``None`` keep the profile's value)."""
+def settings(chapter: str, profile: str = "auto", changes: dict | None = None, **overrides) -> dict:
+    """The settings of ``chapter`` under ``profile`` (resolved), with ``changes`` (a notebook's ``SETTINGS``
+    parameter, e.g. ``{"batches_per_epoch": 10, "p": 16}``) and then ``overrides`` applied (``None`` values in
+    ``overrides`` are ignored, so notebook parameters left at ``None`` keep the profile's value)."""
     if chapter not in CHAPTERS:
         raise ValueError(f"unknown chapter {chapter!r}; known chapters: {', '.join(CHAPTERS)}")
+    if changes is not None and not isinstance(changes, dict):
+        raise ValueError(f"SETTINGS must be a dict of settings or None, got {changes!r}")
     name = resolve_profile(profile)
     cfg = copy.deepcopy(CHAPTERS[chapter][name])
+    overrides = {**(changes or {}), **{k: v for k, v in overrides.items() if v is not None}}
     unknown = set(overrides) - set(cfg)
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)} for chapter {chapter!r}; known: {sorted(cfg)}")
-    cfg.update({k: v for k, v in overrides.items() if v is not None})
+    cfg.update(overrides)  # a None in ``changes`` is kept: it is a setting's value there (e.g. "lr_step": None)
     cfg["profile"] = name
     return cfg

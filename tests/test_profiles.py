@@ -28,6 +28,18 @@ def test_overrides_apply_and_none_keeps_the_profile_value():
         profiles.settings("nope", "smoke")
 
 
+def test_settings_dict_changes_any_setting_and_parameters_come_last():
+    full = profiles.settings("ecaml", "full")
+    cfg = profiles.settings("ecaml", "full", {"p": 8, "lr_step": 3, "epochs": 5}, epochs=7, dataset=None)
+    assert (cfg["p"], cfg["lr_step"], cfg["epochs"], cfg["dataset"]) == (8, 3, 7, full["dataset"])
+    assert profiles.settings("ecaml", "full", {"batches_per_epoch": None})["batches_per_epoch"] is None  # kept
+    assert full["batches_per_epoch"] is not None
+    with pytest.raises(ValueError, match="unknown setting"):
+        profiles.settings("ecaml", "full", {"batch": 3})
+    with pytest.raises(ValueError, match="SETTINGS must be a dict"):
+        profiles.settings("ecaml", "full", [("p", 3)])
+
+
 def test_device_resolution():
     assert train.resolve_device("cpu").type == "cpu"
     assert train.resolve_device("auto").type == ("cuda" if torch.cuda.is_available() else "cpu")
