@@ -33,7 +33,7 @@ from torch import nn
 from tqdm import tqdm
 
 from . import metrics, models, train
-from .data import ArrayDataset
+from .data import ArrayDataset, input_shape
 from .experiment import Run
 
 #: The weights of eq. 10, the temperature of eq. 6-7 and the number of clusters of section 4 (paper).
@@ -284,7 +284,7 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
     holds the trained objective (model, cluster classifier, decoder) for pictures."""
     train.seed_everything(seed, threads=cfg.get("threads"))
-    in_shape = tuple(splits.train.x.shape[1:]) if hasattr(splits.train, "x") else (3, 224, 224)
+    in_shape = input_shape(splits.train)
     model = models.make_model(cfg["model"], in_shape, cfg["dim"])
     objective = make_objective(method, model, in_shape, cfg)
     start = time.perf_counter()

@@ -92,6 +92,20 @@ class ImageListDataset(torch.utils.data.Dataset):
     def with_labels(self, labels) -> ImageListDataset:
         return replace(self, labels=np.asarray(labels), extras={"clean": self.labels, **self.extras})
 
+    def subset(self, mask) -> ImageListDataset:
+        """The images where boolean ``mask`` is true, with their labels and extras (e.g. a clean-data fraction)."""
+        mask = np.asarray(mask, dtype=bool)
+        if len(mask) != len(self):
+            raise ValueError(f"mask has {len(mask)} entries for {len(self)} images")
+        return replace(self, paths=[p for p, keep in zip(self.paths, mask) if keep], labels=self.labels[mask],
+                       extras={k: np.asarray(v)[mask] for k, v in self.extras.items()})
+
+
+def input_shape(dataset) -> tuple:
+    """The shape of one model input: an in-memory dataset's sample shape, or (3, 224, 224) for images read from
+    disk (the pretrained backbones' input after :func:`image_transforms`)."""
+    return tuple(dataset.x.shape[1:]) if hasattr(dataset, "x") else (3, 224, 224)
+
 
 @dataclass
 class Splits:

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from . import augment, metrics, models, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
-from .data import ArrayDataset
+from .data import ArrayDataset, input_shape
 
 
 @dataclass
@@ -63,7 +63,7 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     ``data_on_device`` (in-memory datasets moved to the device once), ``augment`` (a key of ``AUGMENTATIONS``),
     ``amp`` and ``channels_last`` (see :func:`dml_tutorial.train.fit`). Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
-    in_shape = tuple(data.x.shape[1:]) if hasattr(data, "x") else (3, 224, 224)  # images on disk: backbones
+    in_shape = input_shape(data)
     model = models.make_model(cfg["model"], in_shape, cfg["dim"], dropout=cfg.get("dropout", 0.0),
                               normalize=cfg.get("normalize", True))
     if init is not None:

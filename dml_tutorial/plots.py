@@ -170,7 +170,10 @@ def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int
             row[0].set(yticks=[], xticks=[], ylabel=f"cluster {c}\n({sizes[c]})")
             continue
         for ax, img, title in zip(row, [rec, *x[idx]], ["D(r)", *[""] * members]):
-            ax.imshow(img.transpose(1, 2, 0).squeeze(-1), cmap="gray_r")
+            if img.shape[0] == 1:
+                ax.imshow(img[0], cmap="gray_r")
+            else:  # colour images arrive normalised (ImageNet mean/std): each is shown rescaled to [0, 1]
+                ax.imshow((img - img.min()).transpose(1, 2, 0) / max(float(np.ptp(img)), 1e-12))
             ax.set(xticks=[], yticks=[], title=title)
         row[0].set_ylabel(f"cluster {c} ({sizes[c]})")
         for ax in row[len(idx) + 1:]:

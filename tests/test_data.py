@@ -91,6 +91,16 @@ def test_cars196_layout(tmp_path):
     assert s.train[1][1] == 98
 
 
+def test_image_list_subset_keeps_paths_labels_and_extras(tmp_path):
+    paths = [tmp_path / f"{i}.png" for i in range(4)]
+    ds = data.ImageListDataset(paths, [5, 6, 7, 8]).with_labels([5, 5, 7, 7])
+    sub = ds.subset([True, False, False, True])
+    assert sub.paths == [paths[0], paths[3]] and list(sub.labels) == [5, 7]
+    assert list(sub.extras["clean"]) == [5, 8] and len(ds) == 4
+    with pytest.raises(ValueError, match="mask has 3 entries for 4 images"):
+        ds.subset([True, False, True])
+
+
 def test_sop_layout(tmp_path):
     base = tmp_path / "Stanford_Online_Products"
     header = "image_id class_id super_class_id path\n"

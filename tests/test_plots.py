@@ -56,15 +56,19 @@ def test_results_table_keeps_paper_beside_measured_when_the_first_row_has_no_pap
     assert t.loc["ours only", ("R@1", "paper")] == "–" and t.loc["both", ("NMI", "paper")] == 30.0
 
 
-@pytest.mark.parametrize("shape", [(1, 40), (1, 8, 8)], ids=["signals", "images"])
+@pytest.mark.parametrize("shape", [(1, 40), (1, 8, 8), (3, 8, 8)], ids=["signals", "images", "colour"])
 def test_cluster_reconstructions_one_row_per_cluster(shape):
-    x = torch.rand(12, *shape)
+    x = torch.randn(12, *shape)  # colour images come ImageNet-normalised, outside [0, 1]
     assign = torch.tensor([3, 3, 3, 3, 3, 1, 1, 1, 0, 0, 5, 5])
     recon = {c: torch.rand(*shape) for c in (0, 1, 3, 5)}
     fig = plots.cluster_reconstructions(x, assign, recon, clusters=3, members=4)
     axes = np.array(fig.axes).reshape(3, -1)
     assert axes.shape == ((3, 1) if len(shape) == 2 else (3, 5))
     assert "cluster 3" in axes[0, 0].get_ylabel()  # the largest cluster first
+    if len(shape) == 3:
+        shown = axes[0, 1].get_images()[0].get_array()
+        assert shown.shape == shape[1:] + ((3,) if shape[0] == 3 else ())
+        assert shape[0] == 1 or 0 <= shown.min() <= shown.max() <= 1  # grey: matplotlib scales the colormap
     plt.close(fig)
 
 
