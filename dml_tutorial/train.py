@@ -115,6 +115,15 @@ def _batches(data, sampler, device, num_workers):
         start += len(y)
 
 
+def amp_precision(device: torch.device) -> torch.dtype:
+    """The half precision ``fit(amp=True)`` uses on ``device``: bfloat16 (no loss scaling needed) on CPUs and on
+    GPUs that compute in it natively (Ampere and later); float16 on older GPUs such as Colab's T4, where bfloat16 is
+    only emulated, slowly."""
+    if device.type == "cuda" and not torch.cuda.is_bf16_supported(including_emulation=False):
+        return torch.float16
+    return torch.bfloat16
+
+
 def _loss_arity(loss_fn) -> int:
     try:
         fn = loss_fn.forward if isinstance(loss_fn, torch.nn.Module) else loss_fn
@@ -141,7 +150,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
     - ``evaluate(model) -> dict``: called in eval mode every ``eval_every`` epochs and after the last; its
       numbers join the history. ``augment(x) -> x`` transforms each batch on the device (e.g.
       :func:`dml_tutorial.augment.random_crop_flip`; with the data on the GPU, see ``ArrayDataset.to``).
-    - ``amp``: the model's forward pass under bfloat16 autocast, the loss in float32 (distances, exponentials and
+    - ``amp``: the model's forward pass under bfloat16 autocast (float16 with loss scaling on GPUs without native
+      bfloat16, such as Colab's T4: :func:`amp_precision`), the loss in float32 (distances, exponentials and
       log-sum-exps lose too much in bfloat16; :class:`~dml_tutorial.models.Embedder` also keeps its embedding
       layer in float32); ``channels_last``: NHWC layout for the model and image batches.
       On an H100 the two together gave 1.3-1.9x at 224 px and 0.87x for VGG-9 at 32 px
@@ -155,6 +165,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
     loss_module = loss_fn.to(dev) if isinstance(loss_fn, torch.nn.Module) else None
     params = list(model.parameters()) + (list(loss_module.parameters()) if loss_module is not None else [])
     optimizer = optimizer or torch.optim.Adam(params, lr=lr)
+    amp_dtype = amp_precision(dev)
+    scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
     history, start = History(), 0
     ckpt = Path(checkpoint) if checkpoint else None
     if ckpt and resume and ckpt.exists():
@@ -165,6 +177,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None and state.get("scheduler"):
             scheduler.load_state_dict(state["scheduler"])
+        if state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
         history, start = History(state["history"]), state["epoch"]
         _set_rng_state(state["rng"])
     arity = _loss_arity(loss_fn)
@@ -180,7 +194,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
                 x = augment(x)
             if channels_last and x.dim() == 4:
                 x = x.contiguous(memory_format=torch.channels_last)
-            with torch.autocast(dev.type, dtype=torch.bfloat16, enabled=amp):
+            with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
                 z = model(x)
             z = z.float()
             loss = loss_fn(z, y) if arity < 3 else loss_fn(z, y, SimpleNamespace(x=x, indices=idx, model=model))
@@ -188,8 +202,9 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
                 raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate "
                                          "or check the loss's inputs")
             optimizer.zero_grad(set_to_none=True)
-            loss.backward()
-            optimizer.step()
+            scaler.scale(loss).backward()  # float16 only: loss scaling against gradient underflow
+            scaler.step(optimizer)
+            scaler.update()
             losses.append(loss.item())
         if scheduler is not None:
             scheduler.step()
@@ -202,7 +217,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         history.records.append(record)
         bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
         if ckpt:
-            save_checkpoint(ckpt, model=model.state_dict(), optimizer=optimizer.state_dict(),
+            save_checkpoint(ckpt, model=model.state_dict(), optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
                             loss=loss_module.state_dict() if loss_module is not None else None,
                             scheduler=scheduler.state_dict() if scheduler is not None else None,
                             history=history.records, epoch=epoch + 1, rng=_rng_state())

@@ -113,3 +113,15 @@ def test_amp_runs_the_trunk_in_bfloat16_and_the_embedding_in_float32(images):
     assert all(np.isfinite(history["loss"])) and all(p.dtype == torch.float32 for p in model.parameters())
     run = _retrieve(images, amp=True)
     assert run.test_embeddings.dtype == torch.float32 and 0 <= run.metrics["R@1"] <= 1
+
+
+def test_amp_uses_float16_with_loss_scaling_where_bfloat16_is_not_native(images, monkeypatch, tmp_path):
+    assert train.amp_precision(torch.device("cpu")) == torch.bfloat16
+    monkeypatch.setattr(train, "amp_precision", lambda device: torch.float16)  # as on a T4
+    model = models.make_model("convnet", (1, 8, 8), 8)
+    history = train.fit(model, losses.triplet_loss, images.train, epochs=2, amp=True, progress=False,
+                        checkpoint=tmp_path / "fp16.pt",
+                        sampler=sampling.PKSampler(images.train.labels, 5, 4, batches_per_epoch=5))
+    assert all(np.isfinite(history["loss"]))
+    scaler = torch.load(tmp_path / "fp16.pt", weights_only=False)["scaler"]
+    assert scaler["scale"] > 0  # the GradScaler ran, and its state is checkpointed for resuming
