@@ -118,9 +118,10 @@ def _run(args, parser) -> int:
         print(f"== {name}: {src} -> {out}", flush=True)
         try:
             check_parameters(src, params)
-            seconds = run_chapter(name, src, out, params, results_file)
         except ValueError as err:
             parser.error(str(err))
+        try:
+            seconds = run_chapter(name, src, out, params, results_file)
         except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
             lines = str(err).strip().splitlines()
             print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"

@@ -31,9 +31,12 @@ GROUP_KEYS = ("profile", "dataset", "model", "epochs")  # runs that agree on the
 
 
 def _jsonable(table: dict | None) -> dict:
-    """``{row: {column: values}}`` with string keys and plain floats (JSON has no tuple or numpy keys)."""
-    return {str(row): {str(col): np.atleast_1d(np.asarray(v, dtype=float)).tolist() if not isinstance(v, str) else v
-                       for col, v in cols.items()} for row, cols in (table or {}).items()}
+    """``{row: {column: value or values}}`` with string keys and plain floats (JSON has no tuple or numpy keys):
+    a number stays a number (a quoted paper value), a sequence becomes a list (one value per seed)."""
+    def plain(v):
+        return v if isinstance(v, str) else float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float).tolist()
+
+    return {str(row): {str(col): plain(v) for col, v in cols.items()} for row, cols in (table or {}).items()}
 
 
 def device_name(device) -> str:
@@ -106,7 +109,7 @@ def merge_seeds(runs: list[dict]) -> dict:
             paper[t["table"]] = t["paper"]
             for row, cols in t["measured"].items():
                 for col, values in cols.items():
-                    for seed, value in zip(t["seeds"], values):
+                    for seed, value in zip(t["seeds"], np.atleast_1d(values)):
                         by_seed[(t["table"], row, col)][seed] = value
     merged = defaultdict(lambda: defaultdict(dict))
     for (table, row, col), values in by_seed.items():

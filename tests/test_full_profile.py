@@ -108,7 +108,7 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
         tables = {t["table"]: t for t in run["tables"]}
         assert set(tables) == {"Tables 4/5: unseen classes with and without EC", "Table 1: the weight lambda",
                                "Table 3: EC against dropout", "Table 2: embedding size"}
-        assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == [84.5]
+        assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == 84.5
         assert run["settings"]["amp"] and run["settings"]["channels_last"]
         assert any(p.suffix == ".pt" for p in (tmp_path / "cache").rglob("*"))  # the resumable cache
 

@@ -43,7 +43,7 @@ def test_record_appends_one_value_per_seed_with_json_keys(monkeypatch, tmp_path)
     first, second = (json.loads(line) for line in path.read_text().splitlines())
     assert first["table"] == "T1" and first["seeds"] == [3, 4] and first["paper"] == {}
     assert first["measured"] == {"('L', 'clean')": {"0.1": [0.25, 0.5]}}
-    assert second["measured"] == {"r": {"R@1": [0.75]}} and second["paper"] == {"r": {"R@1": [80.0]}}
+    assert second["measured"] == {"r": {"R@1": [0.75]}} and second["paper"] == {"r": {"R@1": 80.0}}
     assert first["settings"]["epochs"] == 100 and first["device"].startswith("cpu: ")
 
 
@@ -133,3 +133,14 @@ def test_each_chapter_has_a_sweep_file(chapter):
 
     spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}.yaml")
     assert spec["chapter"] == chapter and spec["profile"] == "full"
+
+
+def test_a_recorded_run_reaches_the_page_with_paper_numbers_as_quoted(monkeypatch, tmp_path):
+    """record -> run file -> page, the path `dml-tutorial run` then `report` takes."""
+    recorded = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(recorded))
+    report.record("Table 1", {"L_Trip": {"accuracy": [0.8, 0.9]}}, {"L_Trip": {"accuracy": 91.0}}, cfg=CFG,
+                  seeds=[0, 1], device="cpu")
+    run = report.run_file("dcdl", {}, recorded, "dml-tutorial run dcdl --profile full", 1.0)
+    page = report.report_page("dcdl", chapters()["dcdl"], [json.loads(json.dumps(run))])
+    assert "| L_Trip | 91.0 | 85.0 ± 7.1 |" in page.splitlines()
