@@ -18,7 +18,6 @@ Writes benchmarks/results/epoch_<device>.json.
 
 import argparse
 import json
-import platform
 import time
 from pathlib import Path
 
@@ -26,7 +25,7 @@ import numpy as np
 import torch
 from torchvision.transforms import v2
 
-from dml_tutorial import augment, data, experiment, losses, models, sampling, train
+from dml_tutorial import augment, data, experiment, losses, models, report, sampling, train
 
 
 class PerImage(torch.utils.data.Dataset):
@@ -81,7 +80,7 @@ def main():
     n = args.images or (50_000 if device.type == "cuda" else 2_000)
     torch.manual_seed(0)
     ds = data.ArrayDataset(torch.randint(0, 256, (n, 3, 32, 32), dtype=torch.uint8), np.arange(n) % 10)
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else f"{platform.machine()} CPU"
+    name = report.device_name(device)
     print(f"device: {name} | torch {torch.__version__} | {n} images of 3x32x32 | VGG-9, batches of 10 x 10")
     batches = n // 100
     on_device = ds.to(device)
