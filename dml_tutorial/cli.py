@@ -30,19 +30,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
-FOLDER_ENV = "DML_TUTORIAL_NOTEBOOKS"  # another folder of chapter notebooks (the tests use a tiny one)
+from .chapters import chapters, results_path
+
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
-
-
-def notebooks_folder() -> Path:
-    return Path(os.environ.get(FOLDER_ENV, NOTEBOOKS))
-
-
-def chapters(folder: Path | None = None) -> dict[str, Path]:
-    """``{name: path}`` of the chapter notebooks, e.g. ``foundations`` for ``01_foundations.ipynb``."""
-    folder = folder or notebooks_folder()
-    return {p.stem.split("_", 1)[-1]: p for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))}
 
 
 def _value(text: str):
@@ -114,7 +104,7 @@ def _run(args, parser) -> int:
     for name in names:
         src = known[name]
         out = src if args.output is None else args.output / src.name
-        results_file = args.results or out.with_name(out.stem + ".results.json")
+        results_file = args.results or results_path(out)
         print(f"== {name}: {src} -> {out}", flush=True)
         try:
             check_parameters(src, params)

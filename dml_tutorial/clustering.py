@@ -33,6 +33,7 @@ from torch import nn
 from tqdm import tqdm
 
 from . import metrics, models, train
+from ._checks import check_choice
 from .data import ArrayDataset, input_shape
 from .experiment import Run
 
@@ -70,10 +71,17 @@ def centroid_representations(features: torch.Tensor, assignments: torch.Tensor, 
     return sums / counts.clamp(min=1)[:, None], counts > 0
 
 
-def reconstruction_loss(images: torch.Tensor, reconstructions: torch.Tensor, assignments: torch.Tensor):
-    """Eq. 5: (1/m) sum_j sum_{i in X_j} ||I_i - D(r_j)||^2, with ``reconstructions`` = D(r) for every cluster."""
+def reconstruction_loss(images: torch.Tensor, reconstructions: torch.Tensor, assignments: torch.Tensor,
+                        pixels: str = "mean"):
+    """Eq. 5, (1/m) sum_j sum_{i in X_j} ||I_i - D(r_j)||^2, with ``reconstructions`` = D(r) for every cluster: the
+    squared error of each image against its cluster's reconstruction, averaged over the m images, and over the
+    pixels with ``pixels="mean"`` (the released ``train.py``'s ``F.mse_loss``; the default, since the paper's
+    gamma = 0.01 was set with it) or summed over them with ``pixels="sum"`` (eq. 5 as printed, which at
+    3 x 224 x 224 is 150,528 times larger and lets gamma = 0.01 outweigh every other term)."""
+    check_choice(pixels, ("mean", "sum"), "pixels")
     diff = images - reconstructions[assignments]
-    return diff.pow(2).flatten(1).sum(1).mean()
+    per_image = diff.pow(2).flatten(1)
+    return (per_image.mean(1) if pixels == "mean" else per_image.sum(1)).mean()
 
 
 def center_softmax_loss(f: torch.Tensor, f_hat: torch.Tensor, centroids: torch.Tensor, present: torch.Tensor,

@@ -94,7 +94,7 @@ def _cost(x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
     return ((x * x).sum(-1)[..., :, None] - 2 * x @ y.transpose(1, 2) + (y * y).sum(-1)[..., None, :]).clamp_min(0) / 2
 
 
-def _sinkhorn(x, y, log_a, log_b, epsilon, scaling, max_iter, tol, omega):
+def _sinkhorn(x, y, log_a, log_b, epsilon, scaling, max_iter, tol, omega, check_every):
     """Debiased Sinkhorn divergences of K problems at once: clouds ``x`` [K, P, d] and ``y`` [K, Q, d] with log
     weights ``log_a`` [K, P], ``log_b`` [K, Q] (-inf marks padding). Returns [K] values.
 
@@ -102,7 +102,9 @@ def _sinkhorn(x, y, log_a, log_b, epsilon, scaling, max_iter, tol, omega):
        from the new f; the self-transport potentials f_aa, g_bb with symmetric averaged updates);
     2. at epsilon, over-relaxed updates f <- (1 - omega) f + omega T(g) (Thibault et al. 2021) until no
        potential moves by more than ``tol`` x epsilon, at most ``max_iter`` times (the self-transport potentials,
-       which converge in a few steps, are frozen once they move less than that: they cost the most per update);
+       which converge in a few steps, are frozen once they move less than that: they cost the most per update).
+       Convergence is read every ``check_every`` iterations only: each reading copies a number from the device to
+       the host, which on a GPU waits for every queued kernel;
     3. one last update with autograd, on C(x, y.detach()) for f and C(y, x.detach()) for g, so that the gradient
        of the value <a, f_ab - f_aa> + <b, g_ba - g_bb> is the envelope-theorem gradient (as in GeomLoss)."""
     xd, yd = x.detach(), y.detach()
@@ -120,16 +122,16 @@ def _sinkhorn(x, y, log_a, log_b, epsilon, scaling, max_iter, tol, omega):
             g = _softmin(e, c_yx, log_a + f / e)
             f_aa, g_bb, _ = _self_updates(e, c_xx, c_yy, log_a, log_b, f_aa, g_bb)
         self_converged = False
-        for _ in range(max_iter):
+        for it in range(1, max_iter + 1):
             old = (f, g)
             f = (1 - omega) * f + omega * _softmin(epsilon, c_xy, log_b + g / epsilon)
             g = (1 - omega) * g + omega * _softmin(epsilon, c_yx, log_a + f / epsilon)
-            change = max((new - prev).abs().max().item() for new, prev in zip((f, g), old))
             if not self_converged:  # the symmetric self updates converge in a few steps: then stop paying for them
                 f_aa, g_bb, self_change = _self_updates(epsilon, c_xx, c_yy, log_a, log_b, f_aa, g_bb)
-                self_converged = self_change < tol * epsilon
-            if self_converged and change < tol * epsilon:
-                break
+            if it % check_every == 0:  # the only host syncs of the loop
+                self_converged = self_converged or self_change.item() < tol * epsilon
+                if self_converged and _largest_change((f, g), old).item() < tol * epsilon:
+                    break
     f, g = (_softmin(epsilon, _cost(x, yd), log_b + g / epsilon),
             _softmin(epsilon, _cost(y, xd), log_a + f / epsilon))
     f_aa = _softmin(epsilon, _cost(x, xd), log_a + f_aa / epsilon)
@@ -137,11 +139,17 @@ def _sinkhorn(x, y, log_a, log_b, epsilon, scaling, max_iter, tol, omega):
     return (log_a.exp() * (f - f_aa)).sum(1) + (log_b.exp() * (g - g_bb)).sum(1)
 
 
+def _largest_change(new, old) -> torch.Tensor:
+    """The largest absolute entry of ``new - old`` over pairs of potentials, as a 0-d tensor on their device."""
+    return torch.stack([(n - o).abs().amax() for n, o in zip(new, old)]).amax()
+
+
 def _self_updates(eps, c_xx, c_yy, log_a, log_b, f_aa, g_bb):
-    """One averaged symmetric update of the self-transport potentials, and the largest change it made."""
+    """One averaged symmetric update of the self-transport potentials, and the largest change it made (a 0-d
+    tensor: reading it is left to the caller)."""
     new_f = (f_aa + _softmin(eps, c_xx, log_a + f_aa / eps)) / 2
     new_g = (g_bb + _softmin(eps, c_yy, log_b + g_bb / eps)) / 2
-    return new_f, new_g, max((new_f - f_aa).abs().max().item(), (new_g - g_bb).abs().max().item())
+    return new_f, new_g, _largest_change((new_f, new_g), (f_aa, g_bb))
 
 
 def _members(side: torch.Tensor):
@@ -154,7 +162,7 @@ def _members(side: torch.Tensor):
     return idx, log_w
 
 
-SINKHORN_DEFAULTS = {"scaling": 0.7, "max_iter": 500, "tol": 0.03, "omega": 1.8}
+SINKHORN_DEFAULTS = {"scaling": 0.7, "max_iter": 500, "tol": 0.03, "omega": 1.8, "check_every": 5}
 
 
 def sinkhorn_divergence(x, y, epsilon: float = 2.5e-3, **solver) -> torch.Tensor:
@@ -171,7 +179,7 @@ def sinkhorn_divergence(x, y, epsilon: float = 2.5e-3, **solver) -> torch.Tensor
 
     ``solver`` overrides :data:`SINKHORN_DEFAULTS`: the epsilon-scaling ratio ``scaling``, then at most
     ``max_iter`` over-relaxed (``omega``) iterations at epsilon, until no dual potential moves by more than
-    ``tol`` x epsilon."""
+    ``tol`` x epsilon, read every ``check_every`` iterations (one host sync each)."""
     x, y = _two_clouds(x, y)
     if epsilon <= 0:
         raise ValueError(f"epsilon must be positive, got {epsilon}")

@@ -24,7 +24,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import augment, metrics, models, sampling, train
+from . import augment, evidence, metrics, models, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape
@@ -122,7 +122,8 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
                        progress: bool = False, checkpoint=None, curves: bool = False, noise=None, pairs=None,
                        fraction: float = 1.0, init=None, keep_state: bool = False) -> Run:
     """Zero-shot retrieval (ECAML, EPS, noise guarantees): train on the training split (the seen classes) on
-    P x K batches, then measure the test split (the unseen classes): Recall@1/2/4/8, NMI and clustering F1 (k-means
+    P x K batches, then measure the test split (the unseen classes): Recall@K at the dataset's usual Ks
+    (:func:`dml_tutorial.metrics.recall_ks`: 1/2/4/8, or 1/10/100/1000 on SOP), NMI and clustering F1 (k-means
     with as many clusters as test classes).
 
     - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch;
@@ -138,7 +139,7 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
     z_train, z_test = train.embed(model, splits.train), train.embed(model, splits.test)
-    scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed)
+    scores = metrics.evaluate(z_test, splits.test.labels, ks=metrics.recall_ks(cfg.get("dataset", "")), seed=seed)
     scores["F1"] = metrics.f1_clustering(z_test, splits.test.labels, seed=seed)
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
@@ -188,15 +189,10 @@ def table(results: dict, metric: str = "accuracy") -> dict:
 
 def paired_difference(runs_a, runs_b, metric: str = "accuracy") -> dict:
     """How much ``runs_b`` beats ``runs_a`` on ``metric``, paired by seed (the same seed means the same label-noise
-    draw, batches and initialisation, so pairing removes that variation): the mean and std of the per-seed
-    differences and the two-sided p-value of a paired t-test (scipy; ``nan`` with fewer than two seeds or no
-    spread). With three seeds only large, consistent effects reach p < 0.05."""
-    from scipy import stats
-
-    a = np.array([r.metrics[metric] for r in runs_a], dtype=float)
-    b = np.array([r.metrics[metric] for r in runs_b], dtype=float)
+    draw, batches and initialisation, so pairing removes that variation): :func:`dml_tutorial.evidence.paired` of
+    the per-seed values (mean, std, 95% interval, paired t-test p-value, n, minimum detectable effect)."""
+    a = [r.metrics[metric] for r in runs_a]
+    b = [r.metrics[metric] for r in runs_b]
     if len(a) != len(b) or len(a) == 0:
         raise ValueError(f"need the same, non-zero number of runs on both sides, got {len(a)} and {len(b)}")
-    d = b - a
-    p = float(stats.ttest_rel(b, a).pvalue) if len(d) > 1 and d.std() > 0 else float("nan")
-    return {"mean": float(d.mean()), "std": float(d.std(ddof=1)) if len(d) > 1 else 0.0, "p": p, "n": len(d)}
+    return evidence.paired(a, b)

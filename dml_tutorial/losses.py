@@ -11,7 +11,7 @@ import torch
 
 from ._checks import check_choice, check_embeddings
 from .distances import label_masks, pairwise_distances
-from .sampling import POSITIVES, mine_negatives, positive_pairs
+from .sampling import mine_negatives, positive_pairs
 
 
 def _zero(z: torch.Tensor) -> torch.Tensor:
@@ -19,21 +19,28 @@ def _zero(z: torch.Tensor) -> torch.Tensor:
 
 
 def triplet_loss(embeddings, labels, margin: float = 0.2, squared: bool = False, positives: str = "all",
-                 negatives: str = "semihard-random", generator: torch.Generator | None = None) -> torch.Tensor:
-    """Triplet loss (Schroff et al. 2015; paper 004 eq. 3): mean over the sampled triplets of
-    [d(a, p) - d(a, n) + margin]_+ .
+                 negatives: str = "semihard-random", generator: torch.Generator | None = None,
+                 reduction: str = "mean") -> torch.Tensor:
+    """Triplet loss (Schroff et al. 2015; paper 004 eq. 3): [d(a, p) - d(a, n) + margin]_+ over the sampled
+    triplets, averaged.
 
     ``squared`` picks d = ||.||^2 (DCDL: squared with margin tau = 0.5) or d = ||.|| (paper 004: alpha = 0.2;
-    ECAML: m = 0.1). The mean runs over *all* sampled triplets, those with zero loss included.
-    ``positives`` / ``negatives``: see :func:`dml_tutorial.sampling.positive_pairs` and ``mine_negatives``."""
+    ECAML: m = 0.1). ``reduction="mean"``: the mean over the sampled triplets, those with zero loss included;
+    ``"pairs"``: the sum over the triplets divided by the number of positive pairs before mining (a pair for which
+    the strategy finds no negative counts as a zero), the 1/|S| of paper 004's empirical risk (eq. 4), which
+    weighs every mining strategy's batch alike. ``positives`` / ``negatives``: see
+    :func:`dml_tutorial.sampling.positive_pairs` and ``mine_negatives``."""
+    check_choice(reduction, ("mean", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
     dist = pairwise_distances(z, squared=squared)
-    a, p = positive_pairs(dist, y, positives)
+    a, p = positive_pairs(dist, y, positives, generator)
+    pairs = len(a)
     mining_dist = dist if negatives != "distance" or not squared else pairwise_distances(z.detach())
     a, p, n = mine_negatives(mining_dist, y, a, p, negatives, margin, generator, dim=z.shape[1])
     if len(a) == 0:
         return _zero(z)
-    return torch.relu(dist[a, p] - dist[a, n] + margin).mean()
+    hinge = torch.relu(dist[a, p] - dist[a, n] + margin)
+    return hinge.mean() if reduction == "mean" else hinge.sum() / pairs
 
 
 def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) -> torch.Tensor:
@@ -52,7 +59,7 @@ def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) 
 
 def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tensor = 1.2, nu: float = 0.0,
                 positives: str = "all", negatives: str = "distance",
-                generator: torch.Generator | None = None) -> torch.Tensor:
+                generator: torch.Generator | None = None, reduction: str = "nonzero") -> torch.Tensor:
     """Margin loss (Wu et al. 2017, eq. 5-6) on plain Euclidean distances, over the sampled triplets (a, p, n):
 
         sum [alpha + d(a, p) - beta_a]_+ + [alpha + beta_a - d(a, n)]_+ + nu beta_a   /   #(non-zero terms)
@@ -61,10 +68,15 @@ def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tens
     The normalisation by the number of active terms is the authors' (their reference code; also
     pytorch-metric-learning's ``MarginLoss``). ``beta`` is a float (1.2, Wu et al.) or a tensor of one boundary per
     class, indexed by the anchor's label -- pass a parameter to learn it (see :class:`MarginLoss`); ``nu`` weighs
-    the beta regulariser. Sampling defaults to the paper's: every positive pair, one distance-weighted negative."""
+    the beta regulariser. Sampling defaults to the paper's: every positive pair, one distance-weighted negative.
+    ``reduction="sum"`` drops the normalisation: the plain sum over the terms, the quantity of the EPS paper's
+    Theorem 2; ``"pairs"`` divides that sum by the number of positive pairs before mining, the 1/|S| of paper 004's
+    empirical risk with its 1-1 sampling (one negative pair per positive pair, eq. 4 and section 5.2)."""
+    check_choice(reduction, ("nonzero", "sum", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
     dist = pairwise_distances(z)
-    a, p = positive_pairs(dist, y, positives)
+    a, p = positive_pairs(dist, y, positives, generator)
+    pairs = len(a)
     a, p, n = mine_negatives(dist, y, a, p, negatives, alpha, generator, dim=z.shape[1])
     beta = torch.as_tensor(beta, dtype=z.dtype, device=z.device)
     if beta.dim() > 0 and len(a) and int(y.max()) >= len(beta):
@@ -74,8 +86,12 @@ def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tens
     b = beta[y[a]] if beta.dim() > 0 else beta.expand(len(a))
     pos = torch.relu(alpha + dist[a, p] - b)
     neg = torch.relu(alpha + b - dist[a, n])
-    active = ((pos > 0).sum() + (neg > 0).sum()).clamp(min=1)
-    return (pos.sum() + neg.sum() + nu * b.sum()) / active
+    total = pos.sum() + neg.sum() + nu * b.sum()
+    if reduction == "sum":
+        return total
+    if reduction == "pairs":
+        return total / pairs
+    return total / ((pos > 0).sum() + (neg > 0).sum()).clamp(min=1)
 
 
 class MarginLoss(torch.nn.Module):
@@ -164,22 +180,28 @@ def multi_similarity_loss(embeddings, labels, alpha: float = 2.0, beta: float = 
 
         1/alpha log(1 + sum_j exp(-alpha (S_ij - lam))) + 1/beta log(1 + sum_k exp(beta (S_ik - lam))),
 
-    averaged over anchors. Defaults of the EPS paper: alpha = 2, lambda = 1, beta = 50. ``positives="easy"``
-    keeps only each anchor's nearest positive (EPS with MS)."""
+    averaged over anchors. Defaults of the EPS paper: alpha = 2, lambda = 1, beta = 50.
+
+    ``positives="easy"`` is EPS with MS (Levi et al., section 5.2.2: "we replace the positive hard-mining method
+    with EPS and use the same hard-negative method"): each anchor's one positive is its nearest same-class sample,
+    kept without MS's positive rule (which is built to drop easy positives), and the negatives are mined exactly as
+    in plain MS, against the least similar of *all* the anchor's positives. Which positive sets the negative
+    threshold is not stated in the paper; this is our reading."""
     z, y = check_embeddings(embeddings, labels)
-    check_choice(positives, POSITIVES, "positives")
+    check_choice(positives, ("all", "easy"), "positives")  # "all": MS's own positive mining
     u = torch.nn.functional.normalize(z, dim=1)
     s = u @ u.T
     pos, neg = label_masks(y)
-    if positives == "easy":
-        a, p = positive_pairs(pairwise_distances(u.detach()), y, "easy")
-        pos = torch.zeros_like(pos)
-        pos[a, p] = True
     sd = s.detach()
     min_pos = sd.masked_fill(~pos, float("inf")).min(1, keepdim=True).values
     max_neg = sd.masked_fill(~neg, float("-inf")).max(1, keepdim=True).values
     keep_neg = neg & (sd + epsilon > min_pos)
-    keep_pos = pos & (sd - epsilon < max_neg)
+    if positives == "easy":
+        a, p = positive_pairs(pairwise_distances(u.detach()), y, "easy")
+        keep_pos = torch.zeros_like(pos)
+        keep_pos[a, p] = True
+    else:
+        keep_pos = pos & (sd - epsilon < max_neg)
     anchors = keep_pos.any(1) & keep_neg.any(1)
     if not anchors.any():
         return _zero(z)

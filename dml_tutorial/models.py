@@ -28,8 +28,11 @@ class Embedder(nn.Module):
         h = self.features(x)
         if h.dtype in (torch.float16, torch.bfloat16):  # mixed precision (fit(amp=True)): only the trunk runs in
             h = h.float()                               # half precision, the embedding layer in float32
+        # the embedding layer's input of this call, dropout applied: a term that must reach this layer only reads it
+        # (regularizers.embedding_layer_only) instead of running the trunk again
+        self.hidden = self.dropout(h)
         with torch.autocast(h.device.type, enabled=False):
-            z = self.embedding(self.dropout(h))
+            z = self.embedding(self.hidden)
         return F.normalize(z, dim=1) if (self.normalize if normalize is None else normalize) else z
 
 

@@ -70,22 +70,24 @@ CHAPTERS = {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
-                  "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
+                  "nmi_plus_factor": None, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
                   "even_odd_dataset": "digits", "even_odd_epochs": 40, "even_odd_k": 32,
                   "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
                   "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cars196", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
-                 "nmi_plus_factor": 3, "positives_per_class": [2, 4, 8], "positives_batches": 100,
+                 "nmi_plus_factor": None, "positives_per_class": [2, 4, 8], "positives_batches": 100,
                  "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64,
                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
                  "data_on_device": True, "amp": True, "channels_last": True},
     },
     # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
+    # batches_per_epoch is fixed (18 = the 1,083 training digits / 60 per batch) so that the (1 - p) clean topline
+    # takes as many gradient steps as the noisy runs instead of fewer
     "noise_guarantees": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
-                  "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "epochs": 10, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "optimizer": "adam", "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2,
                   "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4,
                   "data_on_device": False, "amp": False, "channels_last": False},
@@ -122,5 +124,5 @@ def settings(chapter: str, profile: str = "auto", changes: dict | None = None, *
     if unknown:
         raise ValueError(f"unknown setting(s) {sorted(unknown)} for chapter {chapter!r}; known: {sorted(cfg)}")
     cfg.update(overrides)  # a None in ``changes`` is kept: it is a setting's value there (e.g. "lr_step": None)
-    cfg["profile"] = name
+    cfg["profile"], cfg["chapter"] = name, chapter
     return cfg

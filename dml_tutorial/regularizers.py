@@ -9,8 +9,8 @@ does not over-fit the seen classes (section 4.1):
     L = L_m + lambda * sum_{I != J} log(1 + L_ec(X_I, X_J))     (eq. 11)
 
 The paper applies EC to the embedding (fully connected) layer only ("the overfitting mainly appears at the fc
-layer"): :func:`embedding_layer_only` recomputes the embeddings with the backbone's output detached, so that the
-EC gradient reaches the embedding layer and not the backbone.
+layer"): :func:`embedding_layer_only` recomputes the embeddings of the same forward pass from the embedding layer's
+input, detached, so that the EC gradient reaches the embedding layer and not the backbone.
 
 The authors' released Caffe code (chenbinghui1/ECAML, ``src/inner_product_layer.cu``, the ``bier_init`` branch
 with ``lamda: 0.5`` in ``examples/car/train_confusion.prototxt``) also adds a term the paper does not mention,
@@ -59,15 +59,19 @@ def energy_confusion(embeddings, labels, num_pairs: int | None = None, log: bool
     return pairs.mean() if reduction == "mean" else pairs.sum()
 
 
-def embedding_layer_only(model, x: torch.Tensor, normalize: bool | None = None) -> torch.Tensor:
-    """The embeddings of ``x`` with the backbone's features detached: gradients of a term computed on them reach
-    ``model.embedding`` and nothing before it (ECAML section 4.1; the authors' code does the same with
-    ``F.linear(features.detach(), fc.weight, fc.bias)``). ``model`` is an :class:`~dml_tutorial.models.Embedder`."""
-    if not hasattr(model, "embedding") or not hasattr(model, "features"):
-        raise ValueError("embedding_layer_only needs a dml_tutorial.models.Embedder (with .features and .embedding)")
-    with torch.no_grad():
-        features = model.features(x)
-    z = model.embedding(model.dropout(features))
+def embedding_layer_only(model, normalize: bool | None = None) -> torch.Tensor:
+    """The embeddings of ``model``'s latest forward pass recomputed from the embedding layer's input with the
+    backbone detached: gradients of a term computed on them reach ``model.embedding`` and nothing before it (ECAML
+    section 4.1; the authors' code does the same with ``F.linear(features.detach(), fc.weight, fc.bias)``). The
+    input is the one that pass stored (``model.hidden``, dropout mask included), so the trunk does not run twice:
+    batch-norm statistics move once per step and EC sees the same dropout mask as the metric loss. ``model`` is an
+    :class:`~dml_tutorial.models.Embedder` that has just been called."""
+    hidden = getattr(model, "hidden", None)
+    if not hasattr(model, "embedding") or hidden is None:
+        raise ValueError("embedding_layer_only needs a dml_tutorial.models.Embedder that has just embedded the batch "
+                         "(it reads the embedding layer's input of that forward pass, model.hidden)")
+    with torch.autocast(hidden.device.type, enabled=False):
+        z = model.embedding(hidden.detach())
     use_norm = model.normalize if normalize is None else normalize
     return torch.nn.functional.normalize(z, dim=1) if use_norm else z
 

@@ -4,6 +4,7 @@ them.
 A notebook shows each table with :func:`record`, which returns the table it displays. Under
 ``dml-tutorial run`` (which sets ``DML_TUTORIAL_RECORD`` to a file for the kernel) it also appends the table's raw
 numbers, one value per seed, to that file; anywhere else (Colab, nbval, a plain Jupyter session) it writes nothing.
+Under nbval it checks them against the chapter's committed record instead (:mod:`dml_tutorial.reference`).
 The command line then writes one self-describing run file (:func:`run_file`) into ``data/results/<chapter>/``, and
 :func:`write_report` turns all of them into one page per chapter in ``book/results/``: paper reported beside
 measured (mean ± std over every seed recorded for the same settings), with the device, profile, epochs and command.
@@ -21,7 +22,8 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, plots
+from . import __version__, plots, reference
+from .chapters import chapters
 
 ENV = "DML_TUTORIAL_RECORD"
 ROOT = Path(__file__).resolve().parent.parent
@@ -51,14 +53,18 @@ def device_name(device) -> str:
 
 def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, seeds, device, digits: int = 1):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
-    :func:`dml_tutorial.plots.results_table`, and, under ``dml-tutorial run``, record them for the report."""
+    :func:`dml_tutorial.plots.results_table`; under ``dml-tutorial run``, record them for the report; under nbval
+    (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
+    (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains."""
+    settings = {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     path = os.environ.get(ENV)
     if path:
         entry = {"table": table, "seeds": [int(s) for s in seeds], "device": device_name(device),
-                 "settings": {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, type(None)))},
-                 "measured": _jsonable(measured), "paper": _jsonable(paper)}
+                 "settings": settings, "measured": _jsonable(measured), "paper": _jsonable(paper)}
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(entry) + "\n")
+    if os.environ.get(reference.ENV):
+        reference.check(table, _jsonable(measured), settings, seeds)
     return plots.results_table(measured, paper, digits)
 
 
@@ -174,7 +180,6 @@ def report_page(chapter: str, notebook: Path, runs: list[dict]) -> str:
 def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict | None = None) -> list[Path]:
     """Write ``pages/<chapter>.md`` for every chapter notebook (``{chapter: path}``, default: the book's) from
     the run files under ``results``; returns the pages written."""
-    from .cli import chapters
     from .profiles import CHAPTERS
 
     runs = load_runs(results)

@@ -2,8 +2,8 @@
 
 - :class:`PKSampler`: class-balanced batches of P classes x K samples (10 per class in DCDL, 2 in ECAML, 12 x 5 in
   the noise-guarantees paper), reproducible from ``seed`` and the epoch number, working with noisy labels.
-- :func:`positive_pairs`: all positive pairs, or the *easy positive* of each anchor (EPS: its nearest same-class
-  sample in the batch).
+- :func:`positive_pairs`: all positive pairs, one random positive per anchor, or the *easy positive* of each
+  anchor (EPS: its nearest same-class sample in the batch).
 - :func:`mine_negatives`: one negative per positive pair (or all of them) by the strategies of the papers.
 
 Everything is vectorised over anchors; distances are detached (mining picks indices, it is not differentiated).
@@ -19,8 +19,8 @@ import torch
 from ._checks import check_choice
 from .distances import label_masks, pairwise_distances
 
-POSITIVES = ("all", "easy")
-NEGATIVES = ("all", "random", "semihard-random", "semihard-fixed", "hard", "distance")
+POSITIVES = ("all", "random", "easy")
+NEGATIVES = ("all", "random", "semihard-band", "semihard-random", "semihard-fixed", "hard", "distance")
 
 
 class PKSampler(torch.utils.data.Sampler):
@@ -59,16 +59,21 @@ class PKSampler(torch.utils.data.Sampler):
             yield [int(i) for i in batch]
 
 
-def positive_pairs(dist: torch.Tensor, labels: torch.Tensor, positives: str = "all"):
+def positive_pairs(dist: torch.Tensor, labels: torch.Tensor, positives: str = "all",
+                   generator: torch.Generator | None = None):
     """Anchor/positive index pairs ``(a, p)``.
 
-    ``"all"``: every ordered pair of distinct same-class samples. ``"easy"``: for each anchor with a same-class
-    sample in the batch, only the nearest one (EPS, Levi et al., section 4: x_p = argmin_{y_p = y_a} d(x_a, x_p))."""
+    ``"all"``: every ordered pair of distinct same-class samples. ``"random"``: for each anchor with a same-class
+    sample in the batch, one of them drawn uniformly (``generator``; the EPS paper's "random sampling of positive
+    examples (the regular loss)", section 5.1, and Roth et al.'s miners). ``"easy"``: only the nearest one (EPS,
+    Levi et al., section 4: x_p = argmin_{y_p = y_a} d(x_a, x_p))."""
     check_choice(positives, POSITIVES, "positives")
     pos, _ = label_masks(labels)
     if positives == "all":
         a, p = pos.nonzero(as_tuple=True)
         return a, p
+    if positives == "random":
+        return _random_choice(pos, generator)
     d = dist.detach().masked_fill(~pos, float("inf"))
     has = pos.any(1)
     a = has.nonzero(as_tuple=True)[0]
@@ -109,7 +114,10 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
 
     - ``all``: every negative of the anchor (all triplets);
     - ``random``: one uniformly random negative;
-    - ``semihard-random``: one random negative with a positive hinge, d_an < d_ap + margin (paper 004, eq. 28);
+    - ``semihard-band``: one random negative inside the semi-hard band, d_ap < d_an < d_ap + margin (FaceNet,
+      Schroff et al. 2015, the semi-hard sampling the DCDL, EPS and ECAML papers cite);
+    - ``semihard-random``: one random negative with a positive hinge, d_an < d_ap + margin (Le & Odobez, eq. 28:
+      hard negatives, closer than the positive, are admitted too);
     - ``semihard-fixed``: the nearest negative farther than the positive, argmin_{d_an > d_ap} d_an (eq. 29);
     - ``hard``: the nearest negative;
     - ``distance``: distance-weighted sampling of Wu et al. (needs ``dim``, the embedding dimension).
@@ -125,6 +133,8 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
     d_an, d_ap = d[a], d[a, p][:, None]
     if negatives == "semihard-random":
         cand = cand & (d_an < d_ap + margin)
+    elif negatives == "semihard-band":
+        cand = cand & (d_an > d_ap) & (d_an < d_ap + margin)
     elif negatives == "semihard-fixed":
         cand = cand & (d_an > d_ap)
     if negatives in ("semihard-fixed", "hard"):

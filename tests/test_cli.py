@@ -9,7 +9,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dml_tutorial import cli
+from dml_tutorial import chapters, cli
 
 PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
 BODY = """import os
@@ -33,7 +33,7 @@ def folder(tmp_path, monkeypatch):
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     (tmp_path / "notebooks").mkdir()
     nbformat.write(nb, tmp_path / "notebooks" / "01_toy.ipynb")
-    monkeypatch.setenv(cli.FOLDER_ENV, str(tmp_path / "notebooks"))
+    monkeypatch.setenv(chapters.FOLDER_ENV, str(tmp_path / "notebooks"))
     return tmp_path
 
 

@@ -50,7 +50,18 @@ def test_centroids_by_hand_with_an_empty_cluster():
 def test_reconstruction_loss_by_hand():
     images, recon = torch.rand(5, 1, 3, 3), torch.rand(3, 1, 3, 3)
     assign = torch.tensor([2, 0, 0, 1, 2])
-    expected = sum(((images[i] - recon[assign[i]]) ** 2).sum() for i in range(5)) / 5
+    summed = sum(((images[i] - recon[assign[i]]) ** 2).sum() for i in range(5)) / 5  # eq. 5 as printed
+    assert torch.allclose(clustering.reconstruction_loss(images, recon, assign, pixels="sum"), summed)
+    assert torch.allclose(clustering.reconstruction_loss(images, recon, assign), summed / 9)
+    with pytest.raises(ValueError, match="pixels"):
+        clustering.reconstruction_loss(images, recon, assign, pixels="max")
+
+
+def test_reconstruction_loss_defaults_to_the_released_codes_per_pixel_mean():
+    # aioz-ai/BMVC20_CBSwR train.py: F.mse_loss(decoded, images), a mean over every element
+    images, recon = torch.rand(6, 3, 8, 8), torch.rand(4, 3, 8, 8)
+    assign = torch.tensor([3, 0, 0, 1, 2, 3])
+    expected = torch.nn.functional.mse_loss(recon[assign], images)
     assert torch.allclose(clustering.reconstruction_loss(images, recon, assign), expected)
 
 

@@ -91,3 +91,10 @@ def test_quoted_numbers_agree_where_the_paper_repeats_them():
     for table in (*dcdl.REPORTED.values(), *dcdl.REPORTED_ALONE.values(), dcdl.REPORTED_LAMBDA):
         for row in table.values():
             assert all(v is None or (0 < v < 100 and not math.isnan(v)) for v in row.values())
+
+
+def test_paper_gains_read_off_tables_1_and_4():
+    gains = dcdl.paper_gains("W")
+    assert gains[("C-10", "L_Trip + L^W", "clean")] == pytest.approx(87.4 - 85.9)  # Table 1, CIFAR-10
+    assert len(gains) == 52 and min(gains.values()) == pytest.approx(0.3) and max(gains.values()) == pytest.approx(10.3)
+    assert all(row.endswith(" + L^W") for _, row, _ in gains)

@@ -219,3 +219,24 @@ def test_classwise_gradient_repeats_exactly_with_two_threads():
         assert all(torch.equal(grads[0], g) for g in grads[1:])
     finally:
         torch.set_num_threads(threads)
+
+
+def test_the_solver_reads_convergence_only_every_check_every_iterations(monkeypatch):
+    # each .item() is a device-to-host sync on a GPU: the iteration loop may read its convergence test only once
+    # per check_every iterations, and the answer must not change beyond the tolerance
+    z, y = _clustered(classes=6, per_class=8)
+    calls = []
+    original = torch.Tensor.item
+
+    def counted(self):
+        calls.append(1)
+        return original(self)
+
+    monkeypatch.setattr(torch.Tensor, "item", counted)
+    values = {}
+    for every in (1, 10):
+        calls.clear()
+        values[every] = D.classwise_discrepancy(z, y, "sinkhorn", epsilon=EPS, check_every=every).item()
+        values[f"reads {every}"] = len(calls)
+    assert values["reads 10"] <= values["reads 1"] / 5 + 3
+    assert values[10] == pytest.approx(values[1], rel=1e-3)

@@ -93,3 +93,11 @@ def test_the_released_codes_unit_norm_term_acts_on_the_embedding_weight_only():
 def test_table2_agrees_with_table4_at_512_dimensions():
     for name in ("Binomial", "ECAML(Binomial)"):
         assert ecaml.REPORTED_DIM[name][512] == ecaml.REPORTED["CARS"][name]
+
+
+def test_paper_gains_read_off_tables_4_to_6():
+    gains = ecaml.paper_gains()
+    assert gains[("CARS", "Triplet")] == pytest.approx(81.0 - 68.3)  # Table 4
+    assert gains[("CUB", "N-Pair")] == pytest.approx(53.2 - 51.9)  # Table 5
+    assert gains[("SOP", "Binomial")] == pytest.approx(71.3 - 68.5)  # Table 6
+    assert min(gains.values()) == pytest.approx(1.3) and max(gains.values()) == pytest.approx(12.7)

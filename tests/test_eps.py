@@ -1,11 +1,13 @@
 """EPS chapter (paper 002): the loss table, even/odd relabelling, the mode-separation measure, and Theorem 1 /
 Claims 1-2 on the constructed collapsed-vs-separated batch."""
 
+from functools import partial
+
 import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import data, eps, losses
+from dml_tutorial import data, eps, losses, profiles
 
 
 def _mean_loss(loss, embedding, positives, draws=100, flip=0.1):
@@ -18,6 +20,13 @@ def _mean_loss(loss, embedding, positives, draws=100, flip=0.1):
 
 def test_theorem_1_triplet_with_all_positives_prefers_the_collapsed_embedding():
     assert _mean_loss(losses.triplet_loss, "collapsed", "all") < _mean_loss(losses.triplet_loss, "separated", "all")
+
+
+def test_theorem_2_margin_with_all_positives_prefers_the_collapsed_embedding_as_a_plain_sum():
+    # the theorem is about the sum of the terms; the usual mean over non-zero terms orders the two the other way
+    plain = partial(losses.margin_loss, reduction="sum")
+    assert _mean_loss(plain, "collapsed", "all") < _mean_loss(plain, "separated", "all")
+    assert _mean_loss(losses.margin_loss, "collapsed", "all") > _mean_loss(losses.margin_loss, "separated", "all")
 
 
 @pytest.mark.parametrize("loss", [losses.triplet_loss, losses.margin_loss], ids=["claim 1 triplet", "claim 2 margin"])
@@ -46,12 +55,18 @@ def test_eps_loss_is_the_package_loss_with_easy_positives(name):
     y = torch.arange(4).repeat_interleave(6)
     base = {"triplet": losses.triplet_loss, "margin": losses.margin_loss, "ms": losses.multi_similarity_loss}[name]
     kwargs = {k: v for k, v in eps.LOSSES[name].keywords.items()}
-    for flag, positives in ((True, "easy"), (False, "all")):
+    for flag, positives in ((True, "easy"), (False, eps.BASELINE_POSITIVES[name])):
         extra = {} if name == "ms" else {"generator": torch.Generator().manual_seed(1)}
         ours = eps.eps_loss(name, flag)(z, y, **extra)
         extra = {} if name == "ms" else {"generator": torch.Generator().manual_seed(1)}
         assert torch.allclose(ours, base(z, y, positives=positives, **kwargs, **extra))
     assert eps.label(name, True) == "EPS + " + eps.NAMES[name] and eps.label(name, False) == eps.NAMES[name]
+
+
+def test_baselines_sample_one_random_positive_as_the_paper_does():
+    # section 5.1: "We compare our sampling method to random sampling of positive examples (the regular loss)"
+    assert eps.BASELINE_POSITIVES == {"triplet": "random", "margin": "random", "ms": "all"}
+    assert eps.eps_loss("triplet", False).keywords["positives"] == "random"
 
 
 @pytest.mark.parametrize("name", sorted(eps.LOSSES))
@@ -96,8 +111,8 @@ def test_mode_separation_needs_two_modes():
 def test_collapse_metrics_keys_and_ranges():
     e = eps.collapsed_and_separated(flip=0.0)
     m = eps.collapse_metrics(e["separated"], e["classes"], e["modes"])
-    assert set(m) == {"separation", "NMI", "NMI+ (modes)", "mode R@1"}
-    assert m["mode R@1"] == 1.0 and m["NMI+ (modes)"] == pytest.approx(1.0)
+    assert set(m) == {"separation", "NMI", "NMI (modes)", "mode R@1"}
+    assert m["mode R@1"] == 1.0 and m["NMI (modes)"] == pytest.approx(1.0)
 
 
 def test_even_odd_relabels_training_digits_only():
@@ -116,3 +131,11 @@ def test_reported_tables_have_every_row_and_column():
     assert set(eps.REPORTED["OMNIGLOT"]) == set(eps.REPORTED_LETTERS) == set(eps.REPORTED["CARS"]) - {"EPS + MS"}
     assert eps.REPORTED_LETTERS["EPS + Trip. + SH"]["R@1"] == 68.4 and eps.REPORTED["OMNIGLOT"]["MS"]["NMI+"] == 46.0
     assert set(eps.REPORTED_EVEN_ODD) == {"Triplet", "EPS + Triplet"}
+
+
+def test_nmi_plus_uses_the_papers_cluster_factors():
+    # Table 2's caption: 10 x the number of classes (Cars196, CUB); Table 3's (Omniglot): 30 x
+    assert eps.nmi_plus_clusters("cars196", 98) == 980
+    assert eps.nmi_plus_clusters("omniglot", 20) == 600
+    assert eps.nmi_plus_clusters("digits", 4, factor=3) == 12
+    assert all(p["nmi_plus_factor"] is None for p in profiles.CHAPTERS["eps"].values())

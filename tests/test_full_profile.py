@@ -19,7 +19,7 @@ from conftest import ROOT
 from PIL import Image
 from scipy.io import savemat
 
-from dml_tutorial import cli, models
+from dml_tutorial import chapters, cli, models
 
 
 def _image(path, rng):
@@ -75,7 +75,8 @@ DRY_RUNS = {  # chapter: (notebook, dataset maker, unseen class offset, dataset,
                          {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "rates": [0.0, 0.4], "threads": 2}),
     "eps": ("05_eps", _cars196, 99, "cars196", "resnet50",
             {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "positives_per_class": [2],
-             "positives_batches": 1, "even_odd_dataset": "digits", "even_odd_epochs": 1, "threads": 2}),
+             "positives_batches": 1, "even_odd_dataset": "digits", "even_odd_epochs": 1, "nmi_plus_factor": 3,
+             "threads": 2}),
     "cbswr": ("04_cbswr", _cub200, 101, "cub200", "googlenet",
               {"epochs": 1, "batch_size": 4, "k": 2, "ks": [2, 3], "threads": 2}),
 }
@@ -90,7 +91,7 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
     make_dataset(tmp_path / "data", seen + [(offset + c, n) for c, n in unseen], np.random.default_rng(0))
     _stand_in_weights(tmp_path / "torch", backbone)
     monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
-    monkeypatch.setenv(cli.FOLDER_ENV, str(tmp_path / "notebooks"))
+    monkeypatch.setenv(chapters.FOLDER_ENV, str(tmp_path / "notebooks"))
     out = tmp_path / "out"
     code = cli.main(["run", chapter, "--profile", "full", "-p", "DATASET", dataset, "-p", "DEVICE", "cpu",
                      "-p", "SETTINGS", repr(tiny), "-p", "CACHE", str(tmp_path / "cache"), "--output", str(out)])

@@ -8,7 +8,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dml_tutorial import losses
+from dml_tutorial import losses, sampling
 
 
 def _batch(seed=0, n=20, classes=4, d=8, dtype=torch.float32):
@@ -34,6 +34,31 @@ def test_triplet_all_triplets_matches_a_loop(dtype, squared, margin):
     z, y = _batch(dtype=dtype)
     got = losses.triplet_loss(z, y, margin=margin, squared=squared, negatives="all")
     assert got.item() == pytest.approx(_triplet_loop(z, y, margin, squared), rel=1e-5)
+
+
+def _semihard_fixed_pairs_loop(z, y, margin):
+    # paper 004's empirical risk with 1-1 sampling: one negative per positive pair (eq. 29: the nearest one farther
+    # than the positive), the hinge summed and divided by the number of positive pairs |S|, pairs with no negative
+    # counting as zero
+    total, pairs = 0.0, 0
+    for a, p in itertools.permutations(range(len(y)), 2):
+        if y[a] != y[p]:
+            continue
+        pairs += 1
+        dap = torch.dist(z[a], z[p]).item()
+        farther = [torch.dist(z[a], z[n]).item() for n in range(len(y)) if y[n] != y[a]
+                   and torch.dist(z[a], z[n]).item() > dap]
+        if farther:
+            total += max(0.0, dap - min(farther) + margin)
+    return total / pairs
+
+
+def test_triplet_pairs_reduction_divides_by_the_positive_pairs():
+    z, y = _batch(3, dtype=torch.float64)
+    got = losses.triplet_loss(z, y, margin=0.2, negatives="semihard-fixed", reduction="pairs")
+    assert got.item() == pytest.approx(_semihard_fixed_pairs_loop(z, y, 0.2), rel=1e-9)
+    with pytest.raises(ValueError, match="reduction"):
+        losses.triplet_loss(z, y, reduction="sum")
 
 
 def test_triplet_matches_pytorch_metric_learning():
@@ -87,8 +112,8 @@ def _degenerate(case):
     return z.clone().requires_grad_(True), y
 
 
-@pytest.mark.parametrize("negatives", ["all", "random", "semihard-random", "semihard-fixed", "hard", "distance"])
-@pytest.mark.parametrize("positives", ["all", "easy"])
+@pytest.mark.parametrize("negatives", sampling.NEGATIVES)
+@pytest.mark.parametrize("positives", sampling.POSITIVES)
 @pytest.mark.parametrize("case", ["one class", "singletons", "duplicates", "one sample"])
 def test_degenerate_batches_give_finite_values_and_gradients(negatives, positives, case):
     z, y = _degenerate(case)
@@ -190,7 +215,7 @@ def test_binomial_deviance_matches_a_loop(seed):
     assert losses.binomial_deviance_loss(3 * z, y).item() == pytest.approx(_binomial_loop(3 * z, y), rel=1e-7)
 
 
-def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1):
+def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1, easy=False):
     u = torch.nn.functional.normalize(z, dim=1).double()
     vals = []
     for i in range(len(y)):
@@ -200,7 +225,10 @@ def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1):
             continue
         S = lambda a, b: float(u[a] @ u[b])
         keep_n = [k for k in N if S(i, k) + eps > min(S(i, j) for j in P)]
-        keep_p = [j for j in P if S(i, j) - eps < max(S(i, k) for k in N)]
+        if easy:  # EPS replaces MS's positive mining: the nearest positive, always kept (Levi et al. 5.2.2)
+            keep_p = [max(P, key=lambda j: S(i, j))]
+        else:
+            keep_p = [j for j in P if S(i, j) - eps < max(S(i, k) for k in N)]
         if not keep_n or not keep_p:
             continue
         vals.append(np.log1p(sum(np.exp(-alpha * (S(i, j) - lam)) for j in keep_p)) / alpha
@@ -212,6 +240,30 @@ def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1):
 def test_multi_similarity_matches_a_loop(seed):
     z, y = _batch(seed, n=16, classes=4, dtype=torch.float64)
     assert losses.multi_similarity_loss(z, y).item() == pytest.approx(_ms_loop(z, y), rel=1e-6)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_multi_similarity_with_easy_positives_matches_a_loop(seed):
+    z, y = _batch(seed, n=16, classes=4, dtype=torch.float64)
+    got = losses.multi_similarity_loss(z, y, positives="easy").item()
+    assert got == pytest.approx(_ms_loop(z, y, easy=True), rel=1e-6)
+
+
+def test_easy_positives_keep_multi_similarity_training_once_classes_separate():
+    # 6 classes x 8 on separated clusters: MS's positive rule (S_ij - eps < max_neg) drops the nearest positive,
+    # so an EPS that kept that rule left almost no anchor active; EPS replaces the rule and keeps every anchor whose
+    # hard negatives remain (Levi et al. 5.2.2)
+    g = torch.Generator().manual_seed(0)
+    centres = torch.nn.functional.normalize(torch.randn(6, 16, generator=g), dim=1)
+    z = (centres.repeat_interleave(8, 0) + 0.25 * torch.randn(48, 16, generator=g)).requires_grad_(True)
+    y = torch.arange(6).repeat_interleave(8)
+
+    def active(positives):
+        z.grad = None
+        losses.multi_similarity_loss(z, y, positives=positives).backward()
+        return (z.grad.norm(dim=1) > 0).float().mean().item()
+
+    assert active("easy") >= active("all") > 0
 
 
 def test_multi_similarity_matches_pytorch_metric_learning():
@@ -240,7 +292,7 @@ def test_multi_similarity_rejects_unknown_positives():
         losses.multi_similarity_loss(z, y, positives="hard")
 
 
-def _margin_loop(z, y, alpha, beta, nu=0.0):
+def _margin_loop(z, y, alpha, beta, nu=0.0, plain_sum=False):
     terms, reg = [], 0.0
     for a, p, n in itertools.permutations(range(len(y)), 3):
         if y[a] == y[p] and y[a] != y[n]:
@@ -249,7 +301,19 @@ def _margin_loop(z, y, alpha, beta, nu=0.0):
                       max(0.0, alpha + b - torch.dist(z[a], z[n]).item())]
             reg += nu * b
     active = sum(t > 0 for t in terms)
-    return (sum(terms) + reg) / max(active, 1)
+    return (sum(terms) + reg) / (1 if plain_sum else max(active, 1))
+
+
+def test_margin_loss_plain_sum_matches_a_loop():
+    # the EPS paper's Theorem 2 is about the plain sum over the terms, not the mean over the non-zero ones
+    z, y = _batch(5, n=12, dtype=torch.float64)
+    got = losses.margin_loss(z, y, alpha=0.2, beta=1.2, negatives="all", reduction="sum")
+    assert got.item() == pytest.approx(_margin_loop(z, y, 0.2, 1.2, plain_sum=True), rel=1e-9)
+    with pytest.raises(ValueError, match="reduction"):
+        losses.margin_loss(z, y, reduction="mean")
+    pairs = sum(int(y[i] == y[j]) for i in range(len(y)) for j in range(len(y)) if i != j)
+    by_pairs = losses.margin_loss(z, y, alpha=0.2, beta=1.2, negatives="all", reduction="pairs")
+    assert by_pairs.item() == pytest.approx(got.item() / pairs, rel=1e-9)
 
 
 @pytest.mark.parametrize("seed", range(3))

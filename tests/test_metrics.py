@@ -47,9 +47,20 @@ def test_query_is_never_its_own_neighbour():
 
 def test_nmi_equals_sklearn_kmeans_plus_nmi():
     x, y = _data(n=300)
-    pred = KMeans(4, n_init=1, random_state=3).fit_predict(x.double().numpy())
+    pred = KMeans(4, n_init=10, random_state=3).fit_predict(x.double().numpy())
     assert metrics.nmi(x, y, seed=3) == pytest.approx(normalized_mutual_info_score(y.numpy(), pred))
     assert metrics.nmi(x, y, n_clusters=8) > 0  # NMI+
+
+
+def test_nmi_keeps_the_best_of_ten_kmeans_starts():
+    # twelve overlapping blobs: one k-means start lands in a different local optimum than the best of ten
+    rng = np.random.default_rng(0)
+    x = np.concatenate([c + rng.normal(0, 0.6, (20, 2)) for c in rng.normal(0, 3, (12, 2))])
+    y = np.repeat(np.arange(12), 20)
+    one, ten = ([normalized_mutual_info_score(y, KMeans(12, n_init=n, random_state=s).fit_predict(x)) for s in range(3)]
+                for n in (1, 10))
+    assert one != ten  # the data tells the two apart
+    assert [metrics.nmi(torch.as_tensor(x), torch.as_tensor(y), seed=s) for s in range(3)] == pytest.approx(ten)
 
 
 def _f1_loop(pred, truth):

@@ -1,50 +1,57 @@
-"""nbval really compares: a copy of a chapter with one stored output altered must fail, the unaltered copy pass.
+"""nbval really compares, and only what is machine-independent.
 
-To keep this fast the copy holds the chapter's cells up to its first checked printed output (which already
-includes the imports, the profile resolution and a computed table of distances)."""
+- A copy of a chapter with one stored printed output altered must fail, the unaltered copy pass. To keep this fast
+  the copy holds the chapter's cells up to its first checked printed output (the imports, the profile resolution
+  and a computed table of distances).
+- A copy that trains, run as another machine would (``notebooks/conftest.py``), passes its trained table, which is
+  checked against the committed record (``dml_tutorial.reference``); the same copy with a real change (training
+  that no longer learns) fails, and the report names the table, the row and both values.
+
+Every run here uses the same emulation of another machine as ``make test``'s nbval run."""
 
 import copy
 import json
 import os
+import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 from conftest import ROOT
 
 CHAPTER = ROOT / "notebooks" / "01_foundations.ipynb"
 
 
-def _truncated_copy(nb):
-    cells, seen_output = [], False
-    for cell in nb["cells"]:
-        cells.append(cell)
-        tags = cell.get("metadata", {}).get("tags", [])
-        if cell["cell_type"] == "code" and "nbval-ignore-output" not in tags and any(
-                o["output_type"] == "stream" and "distances between" in "".join(o["text"]) for o in cell["outputs"]):
-            seen_output = True
-            break
-    assert seen_output, "the chapter no longer prints the distance table this test alters"
-    return {**nb, "cells": cells}
+def _truncated_copy(nb, stop):
+    """The cells of ``nb`` up to and including the first code cell for which ``stop(cell)`` holds."""
+    for i, cell in enumerate(nb["cells"]):
+        if cell["cell_type"] == "code" and stop(cell):
+            return {**nb, "cells": nb["cells"][:i + 1]}
+    raise AssertionError("the chapter no longer has the cell this test stops at")
 
 
-def _nbval(path):
-    # The stored outputs are the CPU smoke profile's; on a GPU machine PROFILE="auto" would pick the full profile.
-    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+def _prints_distances(cell):
+    return "nbval-ignore-output" not in cell["metadata"].get("tags", []) and any(
+        o["output_type"] == "stream" and "distances between" in "".join(o["text"]) for o in cell["outputs"])
+
+
+def _nbval(nb, tmp_path, name, env=None):
+    path = tmp_path / name
+    path.write_text(json.dumps(nb))
+    shutil.copy(ROOT / "notebooks" / "conftest.py", tmp_path / "conftest.py")  # the other-machine emulation
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval",
-                           "--nbval-current-env", str(path), "-q"], cwd=path.parent, capture_output=True, text=True,
-                          check=False, timeout=600, env=env)
+                           "--nbval-current-env", str(path), "-q"], cwd=tmp_path, capture_output=True, text=True,
+                          check=False, timeout=600, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
 def truncated():
-    return _truncated_copy(json.loads(CHAPTER.read_text()))
+    return _truncated_copy(json.loads(CHAPTER.read_text()), _prints_distances)
 
 
 def test_unaltered_copy_passes(tmp_path, truncated):
-    path = tmp_path / "same.ipynb"
-    path.write_text(json.dumps(truncated))
-    result = _nbval(path)
+    result = _nbval(truncated, tmp_path, "same.ipynb")
     assert result.returncode == 0, result.stdout[-3000:]
 
 
@@ -55,11 +62,43 @@ def test_one_altered_output_fails(tmp_path, truncated):
     altered = text.replace("1.53", "1.54", 1)
     assert altered != text
     out["text"] = altered
-    path = tmp_path / "altered.ipynb"
-    path.write_text(json.dumps(nb))
-    result = _nbval(path)
+    result = _nbval(nb, tmp_path, "altered.ipynb")
     assert result.returncode != 0
     assert "1.54" in result.stdout and "1.53" in result.stdout  # the report shows the two versions
+
+
+def test_a_real_change_in_a_trained_table_fails(tmp_path):
+    nb = _truncated_copy(json.loads(CHAPTER.read_text()), lambda cell: "report.record(" in "".join(cell["source"]))
+    params = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
+    source = "".join(params["source"])
+    assert "SETTINGS = None" in source
+    params["source"] = source.replace("SETTINGS = None", 'SETTINGS = {"lr": 0.0}')  # training that cannot learn
+    result = _nbval(nb, tmp_path, "no_learning.ipynb")
+    assert result.returncode != 0, result.stdout[-3000:]
+    report = result.stdout
+    assert "ResultsDrifted" in report and "'Retrieval on the test split', row 'after triplet training'" in report
+    record = json.loads((ROOT / "notebooks" / "01_foundations.results.json").read_text())
+    committed = record["tables"][0]["measured"]["after triplet training"]["R@1"]
+    assert f"committed {100 * np.mean(committed):.1f}" in report
+
+
+def test_the_kernels_run_as_another_machine(tmp_path):
+    # the emulation is really on in nbval's kernels: perturbed layer initialisation, other CPU code paths, no GPU
+    import nbformat
+
+    nb = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell(
+        "import os, torch\n"
+        "print(torch.nn.Linear.reset_parameters.__qualname__, torch.nn.Conv2d.reset_parameters.__qualname__)\n"
+        "print(os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_ENABLE_INSTRUCTIONS'], torch.cuda.is_available())")
+    cell.execution_count = 1
+    cell.outputs = [nbformat.v4.new_output(
+        "stream", name="stdout",
+        text="_perturbed.<locals>.reset_parameters _perturbed.<locals>.reset_parameters\navx2 AVX2 False\n")]
+    nb.cells = [cell]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    result = _nbval(json.loads(nbformat.writes(nb)), tmp_path, "machine.ipynb")
+    assert result.returncode == 0, result.stdout[-3000:]
 
 
 @pytest.mark.parametrize("chapter", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)

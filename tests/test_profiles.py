@@ -54,3 +54,8 @@ def test_device_resolution():
 def test_smoke_and_full_name_the_same_settings(chapter):
     # a notebook reads the same keys whichever profile runs it
     assert set(profiles.CHAPTERS[chapter]["smoke"]) == set(profiles.CHAPTERS[chapter]["full"])
+
+
+def test_the_noise_toplines_train_as_many_steps_as_the_noisy_runs():
+    # a PK sampler without batches_per_epoch sizes the epoch by the data, so the (1 - p) topline got fewer steps
+    assert all(p["batches_per_epoch"] for p in profiles.CHAPTERS["noise_guarantees"].values())

@@ -70,8 +70,9 @@ def test_the_term_trains_the_embedding_layer_and_not_the_backbone():
     model = models.MLP(in_dim=10, dim=4, hidden=16, dropout=0.0)
     x, y = torch.randn(12, 10), torch.arange(3).repeat_interleave(4)
     model.eval()
-    assert torch.allclose(R.embedding_layer_only(model, x), model(x))
-    R.energy_confusion(R.embedding_layer_only(model, x), y).backward()
+    z = model(x)
+    assert torch.allclose(R.embedding_layer_only(model), z)
+    R.energy_confusion(R.embedding_layer_only(model), y).backward()
     assert all(p.grad is None or torch.count_nonzero(p.grad) == 0 for p in model.trunk.parameters())
     assert torch.count_nonzero(model.embedding.weight.grad) > 0
     model.zero_grad()
@@ -95,7 +96,22 @@ def test_degenerate_and_bad_inputs():
     with pytest.raises(ValueError, match="NaN"):
         R.energy_confusion(z * float("nan"), torch.arange(4))
     with pytest.raises(ValueError, match="Embedder"):
-        R.embedding_layer_only(torch.nn.Linear(3, 3), z[:, :3])
+        R.embedding_layer_only(torch.nn.Linear(3, 3))
+    with pytest.raises(ValueError, match="just embedded"):
+        R.embedding_layer_only(models.MLP(in_dim=3, dim=2))  # never called: no forward pass to read
+
+
+def test_the_term_reads_the_same_forward_pass():
+    # one trunk pass per step: the same dropout mask as the metric loss's embeddings, batch norm updated once
+    torch.manual_seed(0)
+    model = models.ConvNet((1, 8, 8), dim=4, dropout=0.5)
+    model.train()
+    x = torch.randn(12, 1, 8, 8)
+    z = model(x)
+    tracked = [m.num_batches_tracked.item() for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)]
+    z_ec = R.embedding_layer_only(model)
+    assert torch.equal(z_ec, z)
+    assert [m.num_batches_tracked.item() for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d)] == tracked
 
 
 def test_mean_reduction_divides_by_the_number_of_pairs():

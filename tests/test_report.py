@@ -11,7 +11,7 @@ import yaml
 from conftest import ROOT
 
 from dml_tutorial import plots, report
-from dml_tutorial.cli import chapters
+from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS
 
 CFG = {"profile": "full", "dataset": "cifar10", "model": "vgg9", "epochs": 100, "seen": [0, 1]}

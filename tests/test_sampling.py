@@ -42,6 +42,19 @@ def test_easy_positive_is_the_nearest_same_class_sample():
     assert dict(zip(a.tolist(), p.tolist())) == {0: 1, 1: 0, 2: 1, 3: 4, 4: 3}  # class 2 has no positive
 
 
+def test_random_positive_is_one_uniform_same_class_sample_per_anchor():
+    y = torch.tensor([0, 0, 0, 0, 1, 2])
+    d = torch.zeros(6, 6)
+    g = torch.Generator().manual_seed(0)
+    counts = np.zeros((6, 6))
+    for _ in range(3000):
+        a, p = sampling.positive_pairs(d, y, "random", g)
+        assert a.tolist() == [0, 1, 2, 3]  # samples 4 and 5 have no positive
+        assert (y[p] == y[a]).all() and (p != a).all()
+        counts[a.numpy(), p.numpy()] += 1
+    assert np.all(np.abs(counts[:4, :4][~np.eye(4, dtype=bool)] - 1000) < 150)  # uniform over the 3 class mates
+
+
 @pytest.mark.parametrize("seed", range(3))
 def test_all_positives_are_all_ordered_same_class_pairs(seed):
     z, y = _batch(seed)
@@ -77,6 +90,30 @@ def test_semihard_random_picks_a_violating_negative(seed):
     for i, j in zip(a.tolist(), p.tolist()):
         has = any(y[k] != y[i] and d[i, j] - d[i, k] + 0.2 > 0 for k in range(len(y)))
         assert ((i, j) in kept) == has
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_semihard_band_picks_inside_the_band_only(seed):
+    # FaceNet's semi-hard: d_ap < d_an < d_ap + margin; unlike eq. 28 a negative closer than the positive is excluded
+    z, y = _batch(seed)
+    d = pairwise_distances(z)
+    a, p = sampling.positive_pairs(d, y)
+    a2, p2, n = sampling.mine_negatives(d, y, a, p, "semihard-band", margin=0.2, generator=torch.Generator())
+    assert (y[n] != y[a2]).all() and (d[a2, n] > d[a2, p2]).all() and (d[a2, n] < d[a2, p2] + 0.2).all()
+    kept = {(i, j) for i, j in zip(a2.tolist(), p2.tolist())}
+    for i, j in zip(a.tolist(), p.tolist()):
+        has = any(y[k] != y[i] and d[i, j] < d[i, k] < d[i, j] + 0.2 for k in range(len(y)))
+        assert ((i, j) in kept) == has
+
+
+def test_semihard_band_and_eq_28_differ_on_a_hard_negative():
+    # negative 2 is closer to the anchor than the positive: eq. 28 may pick it, the band never does
+    d = torch.tensor([[0.0, 0.5, 0.3, 0.6], [0.5, 0, 1, 1], [0.3, 1, 0, 1], [0.6, 1, 1, 0]])
+    y = torch.tensor([0, 0, 1, 1])
+    a, p = torch.tensor([0] * 500), torch.tensor([1] * 500)
+    picks = {name: set(sampling.mine_negatives(d, y, a, p, name, 0.2, torch.Generator().manual_seed(0))[2].tolist())
+             for name in ("semihard-band", "semihard-random")}
+    assert picks == {"semihard-band": {3}, "semihard-random": {2, 3}}
 
 
 def test_semihard_random_is_uniform_over_candidates():

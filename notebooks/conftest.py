@@ -1,0 +1,46 @@
+"""nbval over the chapters, run as another machine would run them.
+
+The stored outputs come from one machine; a reader's laptop, a hosted CI runner or a colleague's server rounds
+floats differently, and trained numbers then drift. So that a passing check means "passes anywhere", the kernels
+nbval starts here (they inherit this environment) differ from the machine that stored the outputs:
+
+- every linear and convolutional layer's initial weights are perturbed by a relative 1e-7
+  (``tests/other_machine/perturb_weights.py``, an IPython start-up file);
+- PyTorch's own CPU kernels and MKL are held to AVX2 code paths (``ATEN_CPU_CAPABILITY``,
+  ``MKL_ENABLE_INSTRUCTIONS``), so vectorised sums run in another order on a CPU with AVX-512;
+- no GPU is visible (the stored outputs are the CPU smoke profile's; on a GPU ``PROFILE="auto"`` picks another).
+
+What nbval compares as text must therefore be machine-independent; trained numbers are compared with the
+chapter's committed record by :func:`dml_tutorial.reference.check`, switched on by ``DML_TUTORIAL_CHECK``.
+``DML_TUTORIAL_SAME_MACHINE=1`` turns the emulation off (to see whether a failure is the emulation's).
+"""
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import dml_tutorial
+
+# found through the package, so that a copy of this file next to a copied notebook works too (the tests do that)
+START_UP = Path(dml_tutorial.__file__).resolve().parent.parent / "tests" / "other_machine" / "perturb_weights.py"
+
+
+def emulate_other_machine(environ) -> None:
+    """Set ``environ`` (a kernel's environment) as this module describes."""
+    ipython = Path(tempfile.mkdtemp(prefix="dml-tutorial-ipython-"))  # the kernel writes its history there
+    (ipython / "profile_default" / "startup").mkdir(parents=True)
+    shutil.copy(START_UP, ipython / "profile_default" / "startup" / "00_perturb_weights.py")
+    environ.update(IPYTHONDIR=str(ipython), ATEN_CPU_CAPABILITY="avx2", MKL_ENABLE_INSTRUCTIONS="AVX2")
+
+
+def pytest_configure(config):
+    os.environ.setdefault("DML_TUTORIAL_CHECK", "1")
+    os.environ["CUDA_VISIBLE_DEVICES"] = ""
+    if os.environ.get("DML_TUTORIAL_SAME_MACHINE") != "1":
+        emulate_other_machine(os.environ)
+
+
+def pytest_unconfigure(config):
+    if os.environ.get("IPYTHONDIR", "").startswith(tempfile.gettempdir()):
+        shutil.rmtree(os.environ["IPYTHONDIR"], ignore_errors=True)
