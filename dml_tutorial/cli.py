@@ -223,7 +223,7 @@ def _report(args, parser) -> int:
 def _parser() -> argparse.ArgumentParser:
     from .report import PAGES, RESULTS
 
-    parser = argparse.ArgumentParser(prog="dml-tutorial", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="dml-tutorial", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapter notebooks with papermill")
     run.add_argument("chapter", help=f"a chapter name or 'all' (known: {', '.join(chapters()) or 'none'})")
@@ -242,10 +242,12 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write the 'results at scale' pages from the results files")
     report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
+    for command, handler in ((run, _run), (sweep, _sweep), (report, _report)):
+        command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage
     return parser
 
 
 def main(argv=None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
-    return {"run": _run, "sweep": _sweep, "report": _report}[args.command](args, parser)
+    return args.handler(args, args.command_parser)

@@ -45,7 +45,9 @@ def _fails(argv, capsys) -> str:
 
 
 def test_unknown_chapter_and_parameter_are_one_clear_message(folder, capsys):
-    assert "unknown chapter 'nope'; known chapters: toy" in _fails(["run", "nope"], capsys)
+    err = _fails(["run", "nope"], capsys)
+    assert "unknown chapter 'nope'; known chapters: toy" in err
+    assert err.startswith("usage: dml-tutorial run")  # the command's usage, not the top-level one
     err = _fails(["run", "toy", "-p", "EPOCH", "3"], capsys)
     assert "01_toy.ipynb has no parameter 'EPOCH'; its parameters: PROFILE, SEED, FAIL" in err
 
@@ -131,3 +133,10 @@ def test_the_installed_script_runs():
     assert script.exists(), "pip install -e . installs the dml-tutorial script ([project.scripts])"
     result = subprocess.run([str(script), "--help"], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0 and "run" in result.stdout and "sweep" in result.stdout and "report" in result.stdout
+
+
+def test_top_level_help_is_plain_text(capsys):
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    out = capsys.readouterr().out
+    assert "dml-tutorial" in out and "``" not in out
