@@ -5,9 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup browser book notebooks html test lint clean
+.PHONY: setup browser fashion-mnist book notebooks html test lint clean
 
-setup: $(VENV)/.installed browser
+setup: $(VENV)/.installed browser fashion-mnist
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,16 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then $(APT_CHROMIUM); \
 	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_CHROMIUM)'; \
 	  else echo "error: install Chromium (Debian: apt-get install chromium) or set CHROMIUM=/path/to/it" >&2; exit 1; fi; }
+
+# Fashion-MNIST, the real data every machine here can have: Debian's package puts the four original IDX files under
+# /usr/share/datasets/fashion-mnist, where dml_tutorial.data.fashion_mnist finds them (elsewhere torchvision downloads).
+APT_FASHION = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq dataset-fashion-mnist >/dev/null
+fashion-mnist:
+	@[ -d /usr/share/datasets/fashion-mnist ] || ! command -v apt-get >/dev/null || \
+	{ echo "installing Fashion-MNIST (apt: dataset-fashion-mnist)"; \
+	  if [ "$$(id -u)" = 0 ]; then $(APT_FASHION); \
+	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_FASHION)'; \
+	  else echo "note: no Fashion-MNIST package; torchvision will download it when a chapter needs it"; fi; }
 
 notebooks: setup          ## execute every chapter with papermill, in place, in its default profile
 	$(BIN)/python -m dml_tutorial run all

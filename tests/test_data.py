@@ -1,5 +1,11 @@
 """Datasets: the offline ones for real, the on-disk layouts on tiny fixture folders made here."""
 
+import functools
+import gzip
+import hashlib
+import http.server
+import struct
+import threading
 from pathlib import Path
 
 import numpy as np
@@ -171,3 +177,91 @@ def test_stl_resize_keeps_range():
     x = torch.randint(0, 256, (2, 3, 96, 96), dtype=torch.uint8)
     y = data.resize_uint8(x, 32)
     assert y.shape == (2, 3, 32, 32) and y.dtype == torch.uint8
+
+
+# ------------------------------------------------------------------------------------------------ Fashion-MNIST
+def _idx_gz(path, magic, shape, values):
+    """An IDX file (big-endian header: magic, then each dimension) of uint8 ``values``, gzipped."""
+    header = struct.pack(">I", magic) + b"".join(struct.pack(">I", n) for n in shape)
+    path.write_bytes(gzip.compress(header + np.asarray(values, dtype=np.uint8).tobytes()))
+
+
+@pytest.fixture
+def fashion_files(tmp_path):
+    """A tiny Fashion-MNIST in Debian's layout (four .gz IDX files): 3 training and 2 test images per class, each
+    image filled with its index (test images from 100 on) so that the test can trace it; returns the folder and the SHA-256 / md5 of each."""
+    local = tmp_path / "debian"
+    local.mkdir()
+    for prefix, per_class, first in (("train", 3, 0), ("t10k", 2, 100)):
+        labels = np.repeat(np.arange(10), per_class)
+        images = np.repeat(np.arange(first, first + len(labels), dtype=np.uint8)[:, None, None], 28, 1).repeat(28, 2)
+        _idx_gz(local / f"{prefix}-images-idx3-ubyte.gz", 2051, images.shape, images)
+        _idx_gz(local / f"{prefix}-labels-idx1-ubyte.gz", 2049, labels.shape, labels)
+    sha = {p.name[:-3]: hashlib.sha256(gzip.decompress(p.read_bytes())).hexdigest() for p in local.glob("*.gz")}
+    md5 = {p.name: hashlib.md5(p.read_bytes()).hexdigest() for p in local.glob("*.gz")}
+    return local, sha, md5
+
+
+def test_fashion_mnist_from_a_local_copy_with_its_splits(fashion_files, tmp_path, monkeypatch):
+    local, sha, _ = fashion_files
+    monkeypatch.setattr(data, "FASHION_MNIST_SHA256", sha)
+    root = tmp_path / "data"
+    closed = data.load_dataset("fashion_mnist", split="samples", root=root, local=local, download=False)
+    assert (len(closed.train), len(closed.test)) == (30, 20) and closed.train.x.shape[1:] == (1, 28, 28)
+    assert closed.train.x[7, 0, 0, 0].item() == 7 and "Debian" in closed.source  # image i is filled with i
+    disjoint = data.load_dataset("fashion_mnist", root=root, local=local, download=False)
+    assert set(disjoint.train.labels) == set(data.FASHION_MNIST_SEEN) and len(disjoint.train) == 15
+    assert set(disjoint.test.labels) == {0, 2, 4, 6, 8} and len(disjoint.test) == 10
+    assert (disjoint.test.x[:, 0, 0, 0] >= 100).all()  # the unseen classes' official test images only
+    val = data.load_dataset("fashion_mnist", split="validation", root=root, local=local, download=False)
+    assert set(val.train.labels) == {1, 3, 5} and set(val.test.labels) == {7, 9}  # inside the seen classes
+    assert set(val.test.x[:, 0, 0, 0].tolist()) <= set(range(30))  # training images, never a test image
+    with pytest.raises(ValueError, match="proper subset"):
+        data.load_dataset("fashion_mnist", split="validation", root=root, local=local, val_classes=[0])
+
+
+def test_fashion_mnist_local_copy_with_a_bad_checksum_is_refused(fashion_files, tmp_path, monkeypatch):
+    local, sha, _ = fashion_files
+    monkeypatch.setattr(data, "FASHION_MNIST_SHA256", {**sha, "train-labels-idx1-ubyte": "0" * 64})
+    with pytest.raises(ValueError, match="does not match its checksum.*dataset-fashion-mnist"):
+        data.load_dataset("fashion_mnist", root=tmp_path / "data", local=local, download=False)
+    assert not (tmp_path / "data" / "FashionMNIST" / "raw" / "train-labels-idx1-ubyte").exists()
+
+
+def test_fashion_mnist_missing_says_how_to_get_it(tmp_path):
+    with pytest.raises(FileNotFoundError, match=r"fashion_mnist.*apt-get install dataset-fashion-mnist.*download=True"):
+        data.load_dataset("fashion_mnist", root=tmp_path / "data", local=tmp_path / "none", download=False)
+
+
+def test_fashion_mnist_downloads_through_torchvision_with_its_checksums(fashion_files, tmp_path, monkeypatch):
+    # no local copy: torchvision downloads from its mirror (here a server on localhost) and checks each file's md5
+    from torchvision.datasets import FashionMNIST
+
+    local, _, md5 = fashion_files
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(local)))
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.setattr(FashionMNIST, "mirrors", [f"http://127.0.0.1:{server.server_port}/"])
+        monkeypatch.setattr(FashionMNIST, "resources", [(name, md5[name]) for name, _ in FashionMNIST.resources])
+        got = data.load_dataset("fashion_mnist", split="samples", root=tmp_path / "data", local=tmp_path / "none")
+        assert (len(got.train), len(got.test)) == (30, 20) and got.source == "torchvision.datasets.FashionMNIST"
+        bad = [(name, "0" * 32) for name, _ in FashionMNIST.resources]  # a download that fails its checksum
+        monkeypatch.setattr(FashionMNIST, "resources", bad)
+        with pytest.raises(FileNotFoundError, match="fashion_mnist"):
+            data.load_dataset("fashion_mnist", root=tmp_path / "other", local=tmp_path / "none")
+    finally:
+        server.shutdown()
+
+
+@pytest.mark.skipif(not data.DEBIAN_FASHION_MNIST.is_dir(), reason="Debian's dataset-fashion-mnist is not installed "
+                    "(make setup installs it: apt-get install dataset-fashion-mnist)")
+def test_the_installed_fashion_mnist(tmp_path):
+    closed = data.load_dataset("fashion_mnist", split="samples", root=tmp_path, download=False)
+    assert (len(closed.train), len(closed.test)) == (60000, 10000)
+    assert (np.bincount(closed.train.labels) == 6000).all() and (np.bincount(closed.test.labels) == 1000).all()
+    disjoint = data.load_dataset("fashion_mnist", root=tmp_path, download=False)
+    assert (len(disjoint.train), len(disjoint.test)) == (30000, 5000)
