@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from .chapters import chapters, results_path
+from .profiles import PROFILE_NAMES
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
 
@@ -137,8 +138,9 @@ def load_grid(path: Path) -> dict:
         raise ValueError(f"{path}: 'grid' must map each parameter to a non-empty list of values, got {grid!r}")
     spec.setdefault("profile", "full")
     spec.setdefault("parameters", {})
-    if spec["profile"] not in ("smoke", "full", "auto"):
-        raise ValueError(f"{path}: profile must be 'smoke', 'full' or 'auto', got {spec['profile']!r}")
+    if spec["profile"] not in ("auto",) + PROFILE_NAMES:
+        raise ValueError(f"{path}: profile must be 'auto' or one of {', '.join(PROFILE_NAMES)}, "
+                         f"got {spec['profile']!r}")
     params = {**spec["parameters"], **grid}
     check_parameters(chapters()[spec["chapter"]], params)
     return spec
@@ -227,7 +229,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapter notebooks with papermill")
     run.add_argument("chapter", help=f"a chapter name or 'all' (known: {', '.join(chapters()) or 'none'})")
-    run.add_argument("--profile", choices=("auto", "smoke", "full"), default=None,
+    run.add_argument("--profile", choices=("auto",) + PROFILE_NAMES, default=None,
                      help="overrides the notebook's PROFILE parameter (default: keep the notebook's 'auto')")
     run.add_argument("-p", "--parameter", nargs=2, action="append", default=[], metavar=("NAME", "VALUE"),
                      help="set a notebook parameter (VALUE is read as a Python literal when it is one)")

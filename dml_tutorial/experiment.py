@@ -4,6 +4,8 @@
   probe on the training embeddings and their *observed* labels, scored on the clean test labels; also Recall@1.
 - :func:`train_and_retrieve` (zero-shot retrieval, ECAML and EPS): train on the seen classes, measure
   Recall@K, NMI and F1 on the unseen ones, optionally with seen/unseen Recall@1 after every epoch.
+- :func:`reference_run` measures the same things without training: on the raw input (no network) or on the
+  untrained network, the two reference rows every results table carries.
 
     run = train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), cfg, k=10, noise=("symmetric", 0.3), seed=0)
     run.metrics  # {"accuracy": ..., "R@1": ..., "flipped": ..., "seconds": ...}
@@ -97,9 +99,69 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
                                      device=device, progress=progress, checkpoint=checkpoint)
     z_train, z_test = train.embed(model, data), train.embed(model, splits.test)
     flipped = float(np.mean(data.labels != splits.train.labels))
-    return Run({"accuracy": metrics.linear_probe_accuracy(z_train, data.labels, z_test, splits.test.labels, seed),
-                "R@1": metrics.recall_at_k(z_test, splits.test.labels, ks=(1,))[1],
-                "flipped": flipped, "seconds": seconds}, z_test, history)
+    scores = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed)
+    return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history)
+
+
+def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed: int) -> dict:
+    """The metrics of :func:`train_and_probe` (``probe=True``) or :func:`train_and_retrieve` on given embeddings."""
+    if probe:
+        return {"accuracy": metrics.linear_probe_accuracy(z_train, train_labels, z_test, test_labels, seed),
+                "R@1": metrics.recall_at_k(z_test, test_labels, ks=(1,))[1]}
+    scores = metrics.evaluate(z_test, test_labels, ks=metrics.recall_ks(cfg.get("dataset", "")), seed=seed)
+    scores["F1"] = metrics.f1_clustering(z_test, test_labels, seed=seed)
+    return scores
+
+
+REFERENCES = ("raw input", "untrained network")
+
+
+def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,
+                  device="auto") -> Run:
+    """A reference row measured exactly as a trained run is, with no training (DESIGN.md's evidence rules):
+
+    - ``kind="raw input"``: the flattened input, L2-normalised, so that neighbours are by cosine (no network);
+    - ``kind="untrained network"``: ``cfg["model"]`` initialised with ``seed``, in eval mode.
+
+    ``probe=True`` measures as :func:`train_and_probe` (a linear probe fitted on the training embeddings with the
+    labels ``noise`` leaves, scored on the clean test labels; Recall@1), otherwise as :func:`train_and_retrieve`
+    (Recall@K, NMI and F1 on the test split). A trained row that does not beat both has learned nothing usable."""
+    check_choice(kind, REFERENCES, "reference")
+    train_set = corrupt(splits.train, noise, seed, pairs) if probe else splits.train
+    if kind == "raw input":
+        def encode(data):
+            x = data.batch(np.arange(len(data))) if isinstance(data, ArrayDataset) else \
+                torch.stack([data[i][0] for i in range(len(data))])
+            return torch.nn.functional.normalize(x.flatten(1).float(), dim=1)
+    else:
+        train.seed_everything(seed, threads=cfg.get("threads"))
+        model = models.make_model(cfg["model"], input_shape(splits.train), cfg["dim"],
+                                  dropout=cfg.get("dropout", 0.0), normalize=cfg.get("normalize", True))
+        model.to(train.resolve_device(device))
+
+        def encode(data):
+            return train.embed(model, data)
+    start = time.perf_counter()
+    z_train, z_test = encode(train_set) if probe else None, encode(splits.test)
+    scores = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
+    return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History())
+
+
+def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None,
+               device="auto") -> dict:
+    """``{(kind, column): [Run per seed]}`` for both :data:`REFERENCES`, in the key format of :func:`grid`, so that
+    a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
+    ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
+    clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0)."""
+    out = {}
+    for kind in REFERENCES:
+        for n in noises:
+            column = "" if noises == (None,) and not probe else label_noise.describe(n)
+            once = kind == "raw input" and (not probe or n is None)
+            runs = [reference_run(splits, cfg, kind, probe=probe, noise=n, pairs=pairs, seed=s, device=device)
+                    for s in (list(seeds)[:1] if once else seeds)]
+            out[(kind, column)] = runs * len(list(seeds)) if once else runs
+    return out
 
 
 def subsample(dataset, fraction: float, seed: int = 0):
@@ -139,8 +201,7 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
     z_train, z_test = train.embed(model, splits.train), train.embed(model, splits.test)
-    scores = metrics.evaluate(z_test, splits.test.labels, ks=metrics.recall_ks(cfg.get("dataset", "")), seed=seed)
-    scores["F1"] = metrics.f1_clustering(z_test, splits.test.labels, seed=seed)
+    scores = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 

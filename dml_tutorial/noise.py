@@ -22,8 +22,12 @@ CIFAR10_PAIRS = {9: 1, 2: 0, 4: 7, 3: 5, 5: 3}
 STL10_PAIRS = {9: 2, 1: 0, 4: 6, 3: 5, 5: 3}
 #: Visually similar digits (Patrini et al. 2017's MNIST pairs): 2->7, 3->8, 5<->6, 7->1.
 DIGITS_PAIRS = {2: 7, 3: 8, 5: 6, 6: 5, 7: 1}
+#: Fashion-MNIST's look-alike classes (our choice; no paper of the course corrupts Fashion-MNIST): T-shirt -> shirt,
+#: pullover -> coat, coat -> pullover, sandal -> sneaker, ankle boot -> sneaker.
+FASHION_MNIST_PAIRS = {0: 6, 2: 4, 4: 2, 5: 7, 9: 7}
 #: The pairs to use for asymmetric noise, by dataset name (CIFAR-100 has none: the paper does not corrupt it so).
-PAIRS = {"cifar10": CIFAR10_PAIRS, "stl10": STL10_PAIRS, "digits": DIGITS_PAIRS, "mnist": DIGITS_PAIRS}
+PAIRS = {"cifar10": CIFAR10_PAIRS, "stl10": STL10_PAIRS, "digits": DIGITS_PAIRS, "mnist": DIGITS_PAIRS,
+         "fashion_mnist": FASHION_MNIST_PAIRS}
 KINDS = ("symmetric", "asymmetric")
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from dml_tutorial import data, dcdl, ecaml, experiment, metrics, train
+from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, train
 
 CFG = {"model": "mlp", "dim": 8, "dropout": 0.1, "epochs": 2, "lr": 1e-3, "lr_step": 1, "threads": 1}
 
@@ -124,3 +124,43 @@ def test_noise_fraction_and_init_in_retrieval(splits):
     assert torch.allclose(resumed.test_embeddings, first.test_embeddings)
     noisy = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0, noise=("symmetric", 0.5))
     assert not torch.equal(noisy.test_embeddings, first.test_embeddings)
+
+
+def test_raw_input_reference_is_the_cosine_retrieval_of_the_pixels():
+    zs = data.load_dataset("digits", split="classes", seen=range(6))
+    cfg = {"model": "mlp", "dim": 8, "dataset": "digits"}
+    run = experiment.reference_run(zs, cfg, "raw input")
+    pixels = zs.test.batch(np.arange(len(zs.test))).flatten(1).float()
+    cosine = pixels / pixels.norm(dim=1, keepdim=True)  # by hand, not through the package's normalisation
+    expected = metrics.evaluate(cosine, zs.test.labels)
+    for key, value in expected.items():
+        assert run.metrics[key] == pytest.approx(value)
+    assert 0 < run.metrics["F1"] <= 1
+
+
+def test_untrained_reference_is_the_seeded_initial_network(splits):
+    cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
+    run = experiment.reference_run(splits, cfg, "untrained network", probe=True, noise=("symmetric", 0.3), seed=3)
+    train.seed_everything(3, threads=1)
+    model = models.make_model("mlp", data.input_shape(splits.train), 8)
+    assert torch.allclose(run.test_embeddings, train.embed(model, splits.test))
+    noisy = experiment.corrupt(splits.train, ("symmetric", 0.3), seed=3)
+    expected = metrics.linear_probe_accuracy(train.embed(model, noisy), noisy.labels, run.test_embeddings,
+                                             splits.test.labels, seed=3)
+    assert run.metrics["accuracy"] == pytest.approx(expected)
+    with pytest.raises(ValueError, match="reference"):
+        experiment.reference_run(splits, cfg, "pretrained network")
+
+
+def test_references_give_every_kind_every_column_and_seed(splits):
+    cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
+    noises = (None, ("symmetric", 0.3))
+    refs = experiment.references(splits, cfg, [0, 1], probe=True, noises=noises)
+    assert set(refs) == {(k, c) for k in experiment.REFERENCES for c in ("clean", "sym 0.3")}
+    assert all(len(runs) == 2 for runs in refs.values())
+    clean_raw = [r.metrics["accuracy"] for r in refs[("raw input", "clean")]]
+    assert clean_raw[0] == clean_raw[1]  # measured once: no seed enters it
+    untrained = [r.metrics["accuracy"] for r in refs[("untrained network", "clean")]]
+    assert untrained[0] != untrained[1]  # two initialisations
+    table = experiment.table(refs)
+    assert set(table) == set(experiment.REFERENCES) and set(table["raw input"]) == {"clean", "sym 0.3"}

@@ -181,3 +181,8 @@ def test_negative_skew_is_one_for_all_negatives_and_large_for_hard_mining():
     assert math.isnan(noise.negative_skew(z, true, true, "hard"))  # no noise, no corrupted pair
     with pytest.raises(ValueError, match="same length"):
         noise.negative_skew(z, observed[:-1], true)
+
+
+def test_fashion_mnist_pairs_are_valid_look_alike_flips():
+    T = noise.transition_matrix(10, 0.2, "asymmetric", noise.PAIRS["fashion_mnist"])
+    assert np.allclose(T.sum(1), 1) and T[0, 6] == pytest.approx(0.2) and T[1, 1] == 1

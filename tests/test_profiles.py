@@ -59,3 +59,18 @@ def test_smoke_and_full_name_the_same_settings(chapter):
 def test_the_noise_toplines_train_as_many_steps_as_the_noisy_runs():
     # a PK sampler without batches_per_epoch sizes the epoch by the data, so the (1 - p) topline got fewer steps
     assert all(p["batches_per_epoch"] for p in profiles.CHAPTERS["noise_guarantees"].values())
+
+
+@pytest.mark.parametrize("chapter", [c for c, p in profiles.CHAPTERS.items() if "fashion" in p])
+def test_fashion_profiles_run_the_smoke_experiments_on_real_data_with_enough_seeds(chapter):
+    cfg, smoke = profiles.settings(chapter, "fashion"), profiles.settings(chapter, "smoke")
+    assert cfg["dataset"] == "fashion_mnist" and cfg["profile"] == "fashion"
+    assert cfg["n_seeds"] >= 5  # DESIGN.md: at least five seeds behind a verdict
+    assert set(smoke) <= set(cfg)  # every setting the notebook reads is there
+    if "seen" in cfg:
+        assert cfg["seen"] == profiles.FASHION_SEEN and cfg["p"] <= len(cfg["seen"])
+
+
+def test_a_missing_profile_names_the_chapters_profiles():
+    with pytest.raises(ValueError, match="no 'fashion' profile; its profiles: smoke, full"):
+        profiles.settings("foundations", "fashion")
