@@ -179,3 +179,30 @@ def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int
         for ax in row[len(idx) + 1:]:
             ax.axis("off")
     return fig
+
+
+VERDICT_COLOURS = {"reproduced": PALETTE[2], "not reproduced": PALETTE[3], "inconclusive": PALETTE[7]}
+
+
+def gains(frame: pd.DataFrame, title: str = ""):
+    """Our paired gains with their 95% intervals (one row per claim, coloured by verdict) beside the paper's own
+    gain (a black diamond; absent where the paper gives only a direction), as :func:`dml_tutorial.claims.assess`
+    returns them. Returns the figure."""
+    if frame.empty:
+        raise ValueError("no claims to plot: the runs recorded none of the chapter's compared tables")
+    n = len(frame)
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * n), constrained_layout=True)
+    y = np.arange(n)[::-1]
+    for yi, r in zip(y, frame.to_dict("records")):
+        colour = VERDICT_COLOURS[r["verdict"]]
+        ax.errorbar(r["ours"], yi, xerr=[[r["ours"] - r["low"]], [r["high"] - r["ours"]]], fmt="o", color=colour,
+                    capsize=3)
+        if r["paper"] is not None and not pd.isna(r["paper"]):
+            ax.plot(r["paper"], yi, "D", color="black", ms=5)
+    ax.axvline(0, color="grey", lw=0.8)
+    ax.set_yticks(y, frame["claim"])
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=f"ours: {w}") for w, c in VERDICT_COLOURS.items()]
+    handles.append(plt.Line2D([], [], color="black", marker="D", ls="", label="the paper's gain"))
+    ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set(xlabel="gain in points (paired by seed, 95% CI)", title=title)
+    return fig

@@ -105,7 +105,7 @@ def test_markdown_table_has_one_cell_per_column():
 def test_committed_pages_are_what_the_committed_results_give(tmp_path):
     """The report is regenerated from data/results/ here; a stale or hand-edited page fails."""
     written = report.write_report(report.RESULTS, tmp_path)
-    assert {p.stem for p in written} == set(CHAPTERS)
+    assert {p.stem for p in written} == set(CHAPTERS) | {"verdicts"}
     for page in written:
         committed = report.PAGES / page.name
         assert committed.exists(), f"run `dml-tutorial report`: {committed} is missing"
@@ -133,6 +133,16 @@ def test_each_chapter_has_a_sweep_file(chapter):
 
     spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}.yaml")
     assert spec["chapter"] == chapter and spec["profile"] == "full"
+
+
+@pytest.mark.parametrize("chapter", sorted(c for c, p in CHAPTERS.items() if "fashion" in p))
+def test_each_fashion_profile_has_a_sweep_file_with_recorded_results(chapter):
+    from dml_tutorial.cli import load_grid, sweep_points
+
+    spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}-fashion.yaml")
+    assert spec["chapter"] == chapter and spec["profile"] == "fashion"
+    for run_id, _ in sweep_points(spec):
+        assert (report.RESULTS / chapter / f"{run_id}.json").exists(), f"run the sweep: {chapter}/{run_id} is missing"
 
 
 def test_a_recorded_run_reaches_the_page_with_paper_numbers_as_quoted(monkeypatch, tmp_path):
