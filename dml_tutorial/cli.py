@@ -23,6 +23,7 @@ import os
 import queue
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -63,8 +64,10 @@ def _arguments(params: dict) -> list[str]:
     return args
 
 
-def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path) -> float:
-    """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken."""
+def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path, figures: bool = False) -> float:
+    """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken.
+    With ``figures``, the figures the notebook records (:func:`dml_tutorial.report.record_figure`) are kept in
+    ``<results file>.figures/`` beside it and listed in it."""
     import papermill as pm
 
     from . import report
@@ -73,18 +76,28 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
     command = shlex.join(["dml-tutorial", "run", name] + _arguments(params))
     with tempfile.TemporaryDirectory() as tmp:
         recorded = Path(tmp) / "tables.jsonl"
-        previous, os.environ[report.ENV] = os.environ.get(report.ENV), str(recorded)  # the kernel inherits it
+        saved = {key: os.environ.get(key) for key in (report.ENV, report.FIGURES_ENV)}
+        os.environ[report.ENV] = str(recorded)  # the kernel inherits both
+        os.environ.pop(report.FIGURES_ENV, None)
+        if figures:
+            os.environ[report.FIGURES_ENV] = "1"
         start = time.perf_counter()
         try:
             pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(src.parent.parent), progress_bar=True,
                                 kernel_name="python3")
         finally:
-            if previous is None:
-                os.environ.pop(report.ENV)
-            else:
-                os.environ[report.ENV] = previous
+            for key, value in saved.items():
+                os.environ.pop(key, None)
+                if value is not None:
+                    os.environ[key] = value
         seconds = time.perf_counter() - start
-        run = report.run_file(name, params, recorded, command, seconds)
+        kept = []
+        if figures and recorded.with_suffix(".figures").exists():
+            folder = results_file.with_name(results_file.stem + ".figures")
+            shutil.rmtree(folder, ignore_errors=True)
+            shutil.copytree(recorded.with_suffix(".figures"), folder)
+            kept = sorted(f"{folder.name}/{p.name}" for p in folder.glob("*.png"))
+        run = report.run_file(name, params, recorded, command, seconds, kept)
     results_file.parent.mkdir(parents=True, exist_ok=True)
     tmp_file = results_file.with_name(results_file.name + ".tmp")
     tmp_file.write_text(json.dumps(run, indent=1) + "\n")
@@ -112,7 +125,7 @@ def _run(args, parser) -> int:
         except ValueError as err:
             parser.error(str(err))
         try:
-            seconds = run_chapter(name, src, out, params, results_file)
+            seconds = run_chapter(name, src, out, params, results_file, figures=args.figures)
         except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
             lines = str(err).strip().splitlines()
             print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"
@@ -190,7 +203,7 @@ def _sweep(args, parser) -> int:
             log.parent.mkdir(parents=True, exist_ok=True)
             env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
             cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
-                   "--results", str(args.results / chapter / f"{rid}.json")]
+                   "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
             cmd += _arguments(params)
             with open(log, "w") as f:
                 return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode, log
@@ -236,6 +249,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--output", type=Path, default=None, help="folder for executed copies (default: in place)")
     run.add_argument("--results", type=Path, default=None,
                      help="results file (default: <notebook>.results.json next to the executed notebook)")
+    run.add_argument("--figures", action="store_true",
+                     help="keep the figures the notebook records as PNG files beside the results file (sweeps do)")
     sweep = sub.add_parser("sweep", help="run a chapter over a parameter grid, resumably")
     sweep.add_argument("grid", type=Path, help="a YAML sweep file, e.g. data/sweeps/dcdl.yaml")
     sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")

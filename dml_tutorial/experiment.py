@@ -147,14 +147,15 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History())
 
 
-def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None,
-               device="auto") -> dict:
+def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",
+               kinds=REFERENCES) -> dict:
     """``{(kind, column): [Run per seed]}`` for both :data:`REFERENCES`, in the key format of :func:`grid`, so that
     a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
     ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
-    clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0)."""
+    clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0). ``kinds``
+    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded)."""
     out = {}
-    for kind in REFERENCES:
+    for kind in kinds:
         for n in noises:
             column = "" if noises == (None,) and not probe else label_noise.describe(n)
             once = kind == "raw input" and (not probe or n is None)

@@ -32,13 +32,14 @@ CHAPTERS = {
     # DCDL (Roy et al.): section 4 and supplement section 7. Noise settings are (kind, rate) or None (clean).
     "dcdl": {
         "smoke": {"dataset": "digits", "model": "mlp", "dim": 64, "dropout": 0.1, "epochs": 6, "lr": 1e-3,
-                  "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"], "terms": ["L", "L-median", "W"],
+                  "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"],
+                  "terms": ["L", "L-median", "W", "W-GeomLoss"],
                   "noise": [None, ["symmetric", 0.3], ["asymmetric", 0.2]],
                   "alone_noise": [None, ["symmetric", 0.3]], "lambdas": [0.1, 0.5, 5.0], "compare_with": "C-10",
                   "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cifar10", "model": "vgg9", "dim": 64, "dropout": 0.1, "epochs": 100, "lr": 5e-4,
                  "lr_step": 50, "n_seeds": 1, "threads": None, "locals": ["trip", "np", "ang", "ang_np"],
-                 "terms": ["L", "L-median", "W"],
+                 "terms": ["L", "L-median", "W", "W-GeomLoss"],
                  "noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1], ["asymmetric", 0.2]],
                  "alone_noise": [None, ["symmetric", 0.1], ["symmetric", 0.3], ["asymmetric", 0.1],
                                  ["asymmetric", 0.2]],
@@ -130,6 +131,8 @@ CHAPTERS["ecaml"]["fashion"] = _fashion(
 CHAPTERS["eps"]["fashion"] = _fashion(
     "eps", seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12, positives_per_class=[2, 12],
     positives_batches=100)
+# CBSwR trains without labels on every training image of the seen classes: three passes of 64 images (+ views).
+CHAPTERS["cbswr"]["fashion"] = _fashion("cbswr", seen=FASHION_SEEN, epochs=3, max_shift=2, ks=[16, 64])
 CHAPTERS["dcdl"]["fashion"] = _fashion(
     "dcdl", epochs=10, batches_per_epoch=100, terms=["L", "W"], alone_noise=[None], lambdas=[5.0])
 

@@ -68,6 +68,25 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, 
     return plots.results_table(measured, paper, digits)
 
 
+def record_figure(fig, name: str):
+    """Under ``dml-tutorial run --figures`` (how a sweep runs a chapter), save ``fig`` as ``<name>.png`` for the run
+    file, so that a page can show the run's pictures (embeddings of models that are not kept) beside its numbers;
+    anywhere else, do nothing. Returns ``fig``."""
+    path = os.environ.get(ENV)
+    if path and os.environ.get(FIGURES_ENV):
+        folder = Path(path).with_suffix(".figures")
+        folder.mkdir(exist_ok=True)
+        fig.savefig(folder / f"{_slug(name)}.png", dpi=90, bbox_inches="tight")
+    return fig
+
+
+FIGURES_ENV = "DML_TUTORIAL_FIGURES"
+
+
+def _slug(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "-" for c in name).strip("-") or "figure"
+
+
 def git_commit(root: Path = ROOT) -> str:
     """The checked-out commit, with ``-dirty`` when tracked files differ from it; ``"unknown"`` outside git."""
     try:
@@ -79,9 +98,11 @@ def git_commit(root: Path = ROOT) -> str:
     return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
 
 
-def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float) -> dict:
+def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float,
+             figures: list[str] | None = None) -> dict:
     """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
-    (device, package version, commit, date) and every table the notebook recorded into ``recorded``."""
+    (device, package version, commit, date), every table the notebook recorded into ``recorded`` and the files of
+    the figures it recorded (``figures``, relative to the run file's folder)."""
     tables = [json.loads(line) for line in Path(recorded).read_text().splitlines() if line.strip()] \
         if Path(recorded).exists() else []
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
@@ -89,7 +110,8 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
             "settings": first["settings"], "seeds": first["seeds"], "device": first["device"],
             "version": __version__, "commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
-            "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables]}
+            "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],
+            **({"figures": figures} if figures else {})}
 
 
 def load_runs(folder: Path = RESULTS) -> list[dict]:
@@ -215,11 +237,11 @@ def verdicts_page(runs: list[dict], notebooks: dict) -> str:
             lines.append(f"| {name} | {claim.text} | {_verdict_cell(smoke, chapter, claim.text)} | "
                          f"{_verdict_cell(by_profile['fashion'], chapter, claim.text)} | "
                          f"{_verdict_cell(by_profile['full'], chapter, claim.text)} |")
-    lines += ["", "Each cell: the verdict, then our gain and its 95% interval, in points, paired by seed. The rules "
-              "(`dml_tutorial/evidence.py`): **reproduced** when the interval lies above 0; **not reproduced** when "
-              "it lies below 0 or below the paper's own gain (which we would have seen); **inconclusive** when it "
-              "holds both 0 and the paper's gain. The chapters' results pages give each comparison's p-value, "
-              "adjusted over the chapter's comparisons."]
+    lines += ["", ("Each cell: the verdict, then our gain and its 95% interval, in points, paired by seed. The "
+                   "rules (`dml_tutorial/evidence.py`): **reproduced** when the interval lies above 0; **not "
+                   "reproduced** when it lies below 0 or below the paper's own gain (which we would have seen); "
+                   "**inconclusive** when it holds both 0 and the paper's gain. The chapters' results pages give "
+                   "each comparison's p-value, adjusted over the chapter's comparisons.")]
     return "\n".join(lines) + "\n"
 
 
@@ -245,7 +267,7 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     """A chapter's section on recorded runs of ``profile`` (the sweeps' results, committed): where and how they
     ran, each compared table (mean ± std over seeds, paper columns quoted), the verdicts, and the figure of our
     paired gains beside the paper's. Displays Markdown; returns the figure (``None`` when nothing is recorded)."""
-    from IPython.display import Markdown, display
+    from IPython.display import Image, Markdown, display
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
     if not runs:
@@ -259,5 +281,8 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
             .to_dict("records")]
     references = ["### Against the reference rows", ""] + refs + [""] if refs else []
     display(Markdown("\n".join(text[2:] + references)))  # without the heading: the notebook gives its own
+    for run in members:
+        for figure in run.get("figures", []):
+            display(Image(filename=str(Path(results) / chapter / figure)))
     verdicts = claims.assess(chapter, members)
     return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")

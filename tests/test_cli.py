@@ -20,7 +20,9 @@ if FAIL:
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
 report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
               device="cpu")
-report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {}, cfg=cfg, seeds=[SEED], device="cpu")"""
+report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {}, cfg=cfg, seeds=[SEED], device="cpu")
+import matplotlib.pyplot as plt
+report.record_figure(plt.subplots()[0], "toy figure")"""
 
 
 @pytest.fixture
@@ -61,6 +63,7 @@ def test_run_writes_the_executed_notebook_and_its_results(folder):
     assert run["command"] == "dml-tutorial run toy -p SEED 1 --profile smoke"
     assert run["tables"][0]["measured"] == {"row": {"R@1": [0.6]}} and run["profile"] == "smoke"
     assert run["device"].startswith("cpu")
+    assert "figures" not in run and not list(out.glob("*.figures"))  # kept only when asked for (sweeps ask)
 
 
 def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
@@ -87,6 +90,8 @@ def test_sweep_runs_every_point_once_and_resumes(folder):
     files = sorted((results / "toy").glob("*.json"))
     assert [f.name for f in files] == ["smoke_seed-0.json", "smoke_seed-2.json"]
     assert json.loads(files[1].read_text())["tables"][0]["measured"] == {"row": {"R@1": [0.7]}}
+    assert json.loads(files[1].read_text())["figures"] == ["smoke_seed-2.figures/toy-figure.png"]
+    assert (results / "toy" / "smoke_seed-2.figures" / "toy-figure.png").stat().st_size > 0
     stamps = {f: f.stat().st_mtime_ns for f in files}
     files[0].unlink()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again

@@ -130,6 +130,27 @@ def test_classwise_term_equals_the_loop_over_classes(measure, kwargs, balanced):
     assert D.classwise_discrepancy(z, y, measure, **kwargs).item() == pytest.approx(loop, rel=1e-6)
 
 
+def test_geomloss_variant_is_geomloss_at_its_defaults_class_by_class():
+    from geomloss import SamplesLoss
+
+    z, y = _clustered(classes=4, per_class=5, spread=0.3, seed=21)
+    ref = SamplesLoss("sinkhorn", p=2, blur=0.05, scaling=0.5)  # GeomLoss exactly as it comes, but for p and blur
+    loop = -sum(ref(z[y == k], z[y != k]) for k in range(4)).item()
+    assert D.classwise_discrepancy(z, y, "geomloss").item() == pytest.approx(loop, rel=1e-6)
+    assert D.GEOMLOSS_DEFAULTS == {"blur": 0.05, "scaling": 0.5}
+
+
+def test_geomloss_variant_tends_to_the_converged_term_as_its_annealing_slows():
+    """The same divergence (same cost and epsilon = blur^2): with a scaling ratio near 1 GeomLoss's annealed
+    estimate meets our converged solver; at its default ratio 0.5 it is an estimate of the same quantity."""
+    z, y = _clustered(classes=3, per_class=6, spread=0.3, seed=22)
+    converged = D.classwise_discrepancy(z, y, "sinkhorn", epsilon=0.05 ** 2, tol=1e-6, max_iter=5000).item()
+    slow = D.classwise_discrepancy(z, y, "geomloss", scaling=0.995).item()
+    default = D.classwise_discrepancy(z, y, "geomloss").item()
+    assert slow == pytest.approx(converged, rel=1e-3)
+    assert abs(default - converged) > abs(slow - converged)
+
+
 def test_classwise_gradients_match_the_loop():
     z, y = _clustered(classes=4, per_class=5, spread=0.3, seed=14)
     za, zb = z.clone().requires_grad_(True), z.clone().requires_grad_(True)
@@ -163,7 +184,7 @@ def test_median_heuristic_bandwidth_gives_a_gradient(kernel):
         D.mmd(z, z, sigma="mean")
 
 
-@pytest.mark.parametrize("measure", ["sinkhorn", "mmd"])
+@pytest.mark.parametrize("measure", ["sinkhorn", "mmd", "geomloss"])
 def test_degenerate_batches(measure):
     z = _unit(6, seed=16, dtype=torch.float32).requires_grad_(True)
     one_class = D.classwise_discrepancy(z, torch.zeros(6, dtype=torch.long), measure)

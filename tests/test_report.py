@@ -154,3 +154,19 @@ def test_a_recorded_run_reaches_the_page_with_paper_numbers_as_quoted(monkeypatc
     run = report.run_file("dcdl", {}, recorded, "dml-tutorial run dcdl --profile full", 1.0)
     page = report.report_page("dcdl", chapters()["dcdl"], [json.loads(json.dumps(run))])
     assert "| L_Trip | 91.0 | 85.0 ± 7.1 |" in page.splitlines()
+
+
+def test_figures_are_saved_only_when_a_run_asks_for_them(monkeypatch, tmp_path):
+    import matplotlib.pyplot as plt
+
+    fig, _ = plt.subplots()
+    recorded = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(recorded))
+    monkeypatch.delenv(report.FIGURES_ENV, raising=False)
+    assert report.record_figure(fig, "a b") is fig and not (tmp_path / "tables.figures").exists()
+    monkeypatch.setenv(report.FIGURES_ENV, "1")
+    report.record_figure(fig, "unseen embeddings, sym 0.3")
+    saved = list((tmp_path / "tables.figures").iterdir())
+    assert [p.name for p in saved] == ["unseen-embeddings--sym-0-3.png"]
+    assert saved[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    plt.close(fig)
