@@ -59,11 +59,24 @@ def test_intro_and_colab_button(html):
     assert "colab.research.google.com/github/dml-reproduced/dml-tutorial/blob/main/notebooks/01_foundations.ipynb" in page
 
 
+def test_pages_carry_social_card_metadata_and_the_favicon(html):
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    base = cfg["html"]["baseurl"]
+    for file in ("book/intro", "notebooks/03_dcdl"):
+        text = (html / f"{file}.html").read_text()
+        meta = dict(re.findall(r'<meta property="(og:[a-z:]+)" content="([^"]*)"', text))
+        assert meta.get("og:title") and len(meta.get("og:description", "")) > 40, (file, meta)
+        assert meta["og:url"] == f"{base}{file}.html" and meta["og:image"] == f"{base}_static/logo.png"
+        assert re.search(r'<meta name="description" content="[^"]{40,}"', text), file
+        assert re.search(r'<link rel="icon" href="[^"]*favicon.png"', text), file
+    assert (html / "_static" / "logo.png").exists() and (html / "404.html").exists()
+
+
 def test_site_holds_only_the_book(html):
     """No stray sources in the site (before exclude_patterns, a .venv inside the repository added ~280 pages)."""
     pages = {p.relative_to(html).with_suffix("").as_posix() for p in html.rglob("*.html")
              if not p.relative_to(html).parts[0].startswith("_")}
-    assert pages == set(_toc_files()) | {"index", "search", "genindex"}
+    assert pages == set(_toc_files()) | {"index", "search", "genindex", "404"}
 
 
 # ---- the book in a real browser: Debian's chromium driven by Playwright (no browser download) ----------------
@@ -103,6 +116,36 @@ def site(html):
     server = QuietServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(html)))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     yield f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def pages_site(html):
+    """The built book as GitHub Pages serves a project site: under /<repository name>/, and 404.html, with status
+    404, for any path that does not exist there."""
+    prefix = yaml.safe_load((ROOT / "_config.yml").read_text())["sphinx"]["config"]["notfound_urls_prefix"]
+
+    class Pages(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            path = urlparse(self.path).path
+            target = html / path.removeprefix(prefix) if path.startswith(prefix) else html / "missing"
+            target = target / "index.html" if target.is_dir() else target
+            found = target.is_file() and html in target.resolve().parents
+            body = (target if found else html / "404.html").read_bytes()
+            self.send_response(200 if found else 404)
+            kind = http.server.SimpleHTTPRequestHandler.extensions_map.get(target.suffix, "text/html") \
+                if found else "text/html"
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Pages)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_port}{prefix}"
     server.shutdown()
 
 
@@ -200,3 +243,21 @@ def test_colab_link_of_each_chapter_points_at_its_notebook(visited):
         expected = f"https://colab.research.google.com/github/{repo}/blob/{cfg['branch']}/{chapter}.ipynb"
         assert links == [expected], f"{chapter}: {links}"
         assert (ROOT / f"{chapter}.ipynb").exists()
+
+
+def test_missing_pages_show_the_books_404_page_with_working_links(browser, pages_site):
+    """A mistyped address, two folders deep, as GitHub Pages answers it: the book's own 404 page, styled (its
+    stylesheets, scripts and logo load from the site's root), with a link back into the book."""
+    page, messages, outside = _load(browser, f"{pages_site}notebooks/no/such-chapter.html")
+    assert "not found" in page.inner_text("h1").lower()
+    unexpected = [m for m in messages if not any(b in m for b in BENIGN) and "404" not in m]
+    assert not unexpected and not [u for u in outside if not u.startswith(EXTERNAL_SCRIPTS)]
+    assert page.evaluate("[...document.styleSheets].filter(s => s.href && s.cssRules.length > 0).length") > 0
+    images = page.evaluate("[...document.images].map(i => [i.getAttribute('src'), i.naturalWidth])")
+    assert images and all(width > 0 for _, width in images), images
+    links = set(page.evaluate("[...document.querySelectorAll('a[href]')].map(a => a.href.split('#')[0])"))
+    home = [u for u in links if u.startswith(pages_site) and u.endswith("intro.html")]
+    assert home, links
+    with urllib.request.urlopen(home[0]) as response:
+        assert response.status == 200
+    page.close()

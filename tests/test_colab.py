@@ -62,3 +62,15 @@ def test_config_has_colab_launch_buttons_and_raises_on_error():
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     assert cfg["launch_buttons"]["colab_url"] == "https://colab.research.google.com"
     assert cfg["execute"]["raise_on_error"] is True and cfg["only_build_toc_files"] is True
+
+
+def test_site_address_and_404_prefix_follow_the_repository_url():
+    """GitHub Pages publishes github.com/<owner>/<name> at <owner>.github.io/<name>/; a fork that changes
+    repository.url must change these two with it, and this test says so."""
+    cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
+    owner, name = URL.removeprefix("https://github.com/").split("/")
+    assert cfg["html"]["baseurl"] == f"https://{owner}.github.io/{name}/"
+    assert cfg["sphinx"]["config"]["notfound_urls_prefix"] == f"/{name}/"
+    for key in ("logo",):
+        assert (ROOT / cfg[key]).exists()
+    assert (ROOT / cfg["html"]["favicon"]).exists()
