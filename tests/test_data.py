@@ -154,8 +154,8 @@ def test_missing_flowers102_without_download(tmp_path):
                                          ("sop", "Stanford_Online_Products")])
 def test_missing_on_disk_dataset_names_path_and_how(tmp_path, name, folder):
     with pytest.raises(FileNotFoundError, match=f"dataset '{name}' not found under .*{folder}.*") as err:
-        data.load_dataset(name, root=tmp_path)
-    assert "download" in str(err.value) or "get" in str(err.value)
+        data.load_dataset(name, root=tmp_path, download=False)
+    assert "download=True" in str(err.value) and data.download.SOURCES[name].url in str(err.value)
 
 
 def test_missing_torchvision_dataset_without_download(tmp_path):
@@ -204,7 +204,7 @@ def fashion_files(tmp_path):
 
 def test_fashion_mnist_from_a_local_copy_with_its_splits(fashion_files, tmp_path, monkeypatch):
     local, sha, _ = fashion_files
-    monkeypatch.setattr(data, "FASHION_MNIST_SHA256", sha)
+    monkeypatch.setattr(data.fashion, "FASHION_MNIST_SHA256", sha)
     root = tmp_path / "data"
     closed = data.load_dataset("fashion_mnist", split="samples", root=root, local=local, download=False)
     assert (len(closed.train), len(closed.test)) == (30, 20) and closed.train.x.shape[1:] == (1, 28, 28)
@@ -222,7 +222,7 @@ def test_fashion_mnist_from_a_local_copy_with_its_splits(fashion_files, tmp_path
 
 def test_fashion_mnist_local_copy_with_a_bad_checksum_is_refused(fashion_files, tmp_path, monkeypatch):
     local, sha, _ = fashion_files
-    monkeypatch.setattr(data, "FASHION_MNIST_SHA256", {**sha, "train-labels-idx1-ubyte": "0" * 64})
+    monkeypatch.setattr(data.fashion, "FASHION_MNIST_SHA256", {**sha, "train-labels-idx1-ubyte": "0" * 64})
     with pytest.raises(ValueError, match="does not match its checksum.*dataset-fashion-mnist"):
         data.load_dataset("fashion_mnist", root=tmp_path / "data", local=local, download=False)
     assert not (tmp_path / "data" / "FashionMNIST" / "raw" / "train-labels-idx1-ubyte").exists()
