@@ -18,6 +18,7 @@ from functools import partial
 
 from . import losses
 from .discrepancy import classwise_discrepancy
+from .objective import Objective
 
 #: The local losses of the paper (section 3), with its hyperparameters; L_Trip mines FaceNet's semi-hard band
 #: (d_ap < d_an < d_ap + margin), the semi-hard sampling of Schroff et al. that the paper cites.
@@ -68,16 +69,9 @@ def dcdl_loss(local: str | None = "trip", term: str | None = "W", lam: float | N
         lam = (LAMBDA[term] if local else 1.0) if term else 0.0
     if lam < 0:
         raise ValueError(f"lam must be non-negative, got {lam}")
-    local_fn, options = LOCAL_LOSSES.get(local), TERMS.get(term)
-
-    def loss(z, y):
-        value = local_fn(z, y) if local_fn else z.sum() * 0.0  # a term alone, or nothing: keep the graph
-        if options and lam > 0:
-            value = value + lam * classwise_discrepancy(z, y, **options)
-        return value
-
-    loss.__name__ = label(local, term, lam).replace(" ", "")
-    return loss
+    terms = {term: partial(classwise_discrepancy, **TERMS[term])} if term else {}  # read now: TERMS may be edited
+    return Objective(label(local) if local else "none", LOCAL_LOSSES.get(local), {term: lam} if term else {},
+                     label(local, term, lam).replace(" ", ""), term_fns=terms, layer_only=())
 
 
 def _rows(columns, table):

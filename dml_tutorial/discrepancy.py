@@ -253,5 +253,9 @@ def _classwise_geomloss(z, side, blur: float = 0.05, scaling: float = 0.5):
     one call per class, since GeomLoss batches only clouds of equal sizes."""
     from geomloss import SamplesLoss
 
-    loss = SamplesLoss("sinkhorn", p=2, blur=blur, scaling=scaling, debias=True, backend="tensorized")
+    # GeomLoss anneals from the diameter of the points' bounding box (every class pair spans the whole batch); on a
+    # batch of (nearly) coincident points that is 0 and its schedule would never end: start from blur instead.
+    extent = (z.detach().amax(0) - z.detach().amin(0)).norm().item()
+    loss = SamplesLoss("sinkhorn", p=2, blur=blur, scaling=scaling, debias=True, backend="tensorized",
+                       diameter=None if extent >= blur else blur)
     return torch.stack([loss(z[members], z[~members]) for members in side])

@@ -16,7 +16,8 @@ from __future__ import annotations
 from functools import partial
 
 from . import losses
-from .regularizers import embedding_layer_only, energy_confusion, unit_norm_rows
+from .objective import Objective
+from .regularizers import energy_confusion, unit_norm_rows
 
 #: The metric losses of section 4.2 with the paper's hyperparameters; the triplet loss (Schroff et al., as the paper
 #: cites) mines FaceNet's semi-hard band. The released code mines half hardest, half random negatives instead.
@@ -57,18 +58,16 @@ def ecaml_loss(local: str = "binomial", lam: float | None = None, log: bool = Tr
     lam = LAMBDA[local] if lam is None else float(lam)
     if lam < 0 or fc_unit_norm < 0:
         raise ValueError(f"lam and fc_unit_norm must be non-negative, got {lam} and {fc_unit_norm}")
-    metric = LOCAL_LOSSES[local]
+    ec = Objective(NAMES[local], LOCAL_LOSSES[local], {"energy_confusion": lam}, label(local, lam),
+                   term_fns={"energy_confusion": partial(energy_confusion, log=log, reduction=reduction)},
+                   layer_only={"energy_confusion"} if fc_only else ())  # fc_only: the pass that made z, from fc on
+    if fc_unit_norm == 0:
+        return ec
 
-    def loss(z, y, batch):
-        value = metric(z, y)
-        if lam > 0:
-            z_ec = embedding_layer_only(batch.model) if fc_only else z  # the pass that made z
-            value = value + lam * energy_confusion(z_ec, y, log=log, reduction=reduction)
-        if fc_unit_norm > 0:
-            value = value + fc_unit_norm * unit_norm_rows(batch.model.embedding.weight)
-        return value
+    def loss(z, y, batch):  # the released code's extra penalty on the embedding layer's weights
+        return ec(z, y, batch) + fc_unit_norm * unit_norm_rows(batch.model.embedding.weight)
 
-    loss.__name__ = label(local, lam)
+    loss.__name__ = ec.__name__
     return loss
 
 

@@ -20,6 +20,7 @@ import torch
 from . import losses, metrics
 from ._checks import check_embeddings
 from .distances import pairwise_distances
+from .objective import Objective
 
 #: The losses of section 5.2 with the defaults the paper keeps (Roth et al.'s framework; section 5 and Appendix C):
 #: triplet + semi-hard negatives (FaceNet's band d_ap < d_an < d_ap + margin, Schroff et al. as cited; margin 0.2),
@@ -45,8 +46,7 @@ def eps_loss(name: str, eps: bool = True):
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
     fn = partial(LOSSES[name], positives="easy" if eps else BASELINE_POSITIVES[name])
-    fn.__name__ = label(name, eps)
-    return fn
+    return Objective(NAMES[name], fn, {}, label(name, eps))  # a local loss alone: the composable objective's simplest
 
 
 def label(name: str, eps: bool) -> str:

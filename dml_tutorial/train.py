@@ -130,7 +130,7 @@ def _loss_arity(loss_fn) -> int:
         params = inspect.signature(fn).parameters.values()
     except (TypeError, ValueError):
         return 2
-    if any(p.kind == p.VAR_POSITIONAL for p in params):
+    if any(p.kind == p.VAR_POSITIONAL or p.name == "batch" for p in params):  # e.g. an Objective: (z, y, batch=None)
         return 3
     return len([p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
 

@@ -66,7 +66,7 @@ def test_eps_loss_is_the_package_loss_with_easy_positives(name):
 def test_baselines_sample_one_random_positive_as_the_paper_does():
     # section 5.1: "We compare our sampling method to random sampling of positive examples (the regular loss)"
     assert eps.BASELINE_POSITIVES == {"triplet": "random", "margin": "random", "ms": "all"}
-    assert eps.eps_loss("triplet", False).keywords["positives"] == "random"
+    assert eps.eps_loss("triplet", False).local_fn.keywords["positives"] == "random"
 
 
 @pytest.mark.parametrize("name", sorted(eps.LOSSES))

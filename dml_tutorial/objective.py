@@ -1,0 +1,122 @@
+"""One composable objective for every method of the course: a local loss of the zoo, with its positive and
+negative strategies (easy positives included), plus any of the class-wise terms (the MMD and Sinkhorn
+discrepancies of DCDL, ECAML's energy confusion), as a sum of named, weighted terms:
+
+    loss = objective("multi_similarity", positives="easy", terms={"sinkhorn": 0.5, "energy_confusion": 0.1})
+    loss(z, y, batch)        # what train.fit calls: the sum of the terms
+    loss.parts(z, y, batch)  # {"multi_similarity": ..., "sinkhorn": ..., "energy_confusion": ...}, unweighted
+
+The value is exactly  L_local(z, y) + sum_t w_t T_t(z, y)  (DCDL eq. 5, ECAML eq. 12, and their combinations,
+which no paper ran). Each term keeps the reduction of its own definition: the local losses theirs (see
+:mod:`dml_tutorial.losses`), the discrepancies a sum over the batch's classes (DCDL eq. 1-2), energy confusion a
+mean over ordered class pairs of eq. 11 (log EC) on the embedding layer only, as ECAML's preset does. The paper
+presets, :func:`dml_tutorial.dcdl.dcdl_loss`, :func:`dml_tutorial.ecaml.ecaml_loss` and
+:func:`dml_tutorial.eps.eps_loss`, are objectives with the papers' settings.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import torch
+
+from . import losses
+from .discrepancy import classwise_discrepancy
+from .regularizers import embedding_layer_only, energy_confusion
+
+#: The local losses, by name, with the options every method of the course can vary (``positives``, and
+#: ``negatives`` where the loss samples them); their other parameters are passed to :func:`objective` as ``options``.
+LOCAL = {
+    "triplet": losses.triplet_loss,
+    "margin": losses.margin_loss,
+    "contrastive": losses.contrastive_loss,
+    "npairs": losses.npairs_loss,
+    "angular": losses.angular_loss,
+    "angular_npairs": losses.angular_npairs_loss,
+    "binomial": losses.binomial_deviance_loss,
+    "multi_similarity": losses.multi_similarity_loss,
+}
+#: The class-wise terms: DCDL's L^W (converged Sinkhorn, epsilon = 2.5e-3) and its GeomLoss-defaults reading, L^L
+#: at the paper's sigma = 0.05 and at the median bandwidth, and ECAML's energy confusion.
+TERMS = {
+    "sinkhorn": partial(classwise_discrepancy, measure="sinkhorn", epsilon=2.5e-3),
+    "sinkhorn_geomloss": partial(classwise_discrepancy, measure="geomloss", blur=0.05, scaling=0.5),
+    "mmd": partial(classwise_discrepancy, measure="mmd", kernel="laplacian", sigma=0.05),
+    "mmd_median": partial(classwise_discrepancy, measure="mmd", kernel="laplacian", sigma="median"),
+    "mmd_gaussian": partial(classwise_discrepancy, measure="mmd", kernel="gaussian", sigma=0.05),
+    "mmd_gaussian_median": partial(classwise_discrepancy, measure="mmd", kernel="gaussian", sigma="median"),
+    "energy_confusion": partial(energy_confusion, log=True, reduction="mean"),
+}
+#: Terms computed on the embedding layer alone (ECAML: EC reaches the embedding layer, not the trunk).
+EMBEDDING_LAYER_ONLY = {"energy_confusion"}
+
+
+class Objective:
+    """A weighted sum of named terms; see the module docstring. Call it as ``loss(z, y)`` or, when a term needs
+    the model (energy confusion on the embedding layer), as ``loss(z, y, batch)`` with ``batch.model``.
+
+    ``local_fn(z, y)`` is the local loss (``None``: none), ``weights`` maps term names to weights, ``term_fns`` the
+    names to functions ``f(z, y)`` (default :data:`TERMS`) and ``layer_only`` the terms computed on the embedding
+    layer alone (default :data:`EMBEDDING_LAYER_ONLY`): the paper presets pass their own."""
+
+    def __init__(self, local: str, local_fn, weights: dict, name: str, term_fns: dict | None = None,
+                 layer_only=None):
+        self.local, self.local_fn, self.weights, self.__name__ = local, local_fn, dict(weights), name
+        self.term_fns = TERMS if term_fns is None else term_fns
+        self.layer_only = EMBEDDING_LAYER_ONLY if layer_only is None else set(layer_only)
+
+    def parts(self, z, y, batch=None, **local_options) -> dict:
+        """Every term's unweighted value: the local loss under its name (``local_options``, e.g. a sampling
+        ``generator``, go to it), then each class-wise term."""
+        out = {self.local: self.local_fn(z, y, **local_options)} if self.local_fn is not None else {}
+        for term, weight in self.weights.items():
+            if weight == 0:
+                continue
+            if term in self.layer_only:
+                if batch is None or getattr(batch, "model", None) is None:
+                    raise ValueError(f"the {term!r} term needs the model: call the objective as loss(z, y, batch)")
+                out[term] = self.term_fns[term](embedding_layer_only(batch.model), y)
+            else:
+                out[term] = self.term_fns[term](z, y)
+        return out
+
+    def __call__(self, z, y, batch=None, **local_options) -> torch.Tensor:
+        parts = self.parts(z, y, batch, **local_options)
+        value = z.sum() * 0.0  # a zero that keeps the graph when every weight is 0
+        for term, part in parts.items():
+            value = value + self.weights.get(term, 1.0) * part
+        return value
+
+    def __repr__(self):
+        return f"objective({self.__name__})"
+
+
+def objective(local: str | None = "triplet", *, positives: str | None = None, negatives: str | None = None,
+              terms: dict | None = None, name: str | None = None, **options) -> Objective:
+    """``local`` (a key of :data:`LOCAL`, or ``None`` for class-wise terms alone) with ``positives`` /
+    ``negatives`` (the loss's own default when ``None``) and its ``options``, plus ``terms`` (``{name in
+    :data:`TERMS`: weight}``). Unknown names, negative weights and strategies a loss does not sample raise
+    ``ValueError`` here, not at the first batch."""
+    terms = dict(terms or {})
+    if local is not None and local not in LOCAL:
+        raise ValueError(f"unknown local loss {local!r}; choose one of {sorted(LOCAL)} or None")
+    unknown = sorted(set(terms) - set(TERMS))
+    if unknown:
+        raise ValueError(f"unknown term(s) {unknown}; choose among {sorted(TERMS)}")
+    if any(w < 0 for w in terms.values()):
+        raise ValueError(f"term weights must be non-negative, got {terms}")
+    if local is None and not any(terms.values()):
+        raise ValueError("an objective needs a local loss or a class-wise term with a positive weight")
+    local_fn = None
+    if local is not None:
+        import inspect
+
+        accepted = inspect.signature(LOCAL[local]).parameters
+        chosen = {k: v for k, v in (("positives", positives), ("negatives", negatives)) if v is not None}
+        for key in chosen:
+            if key not in accepted:
+                raise ValueError(f"the {local} loss takes no {key!r} strategy")
+        local_fn = partial(LOCAL[local], **chosen, **options)
+    label = name or " + ".join(([f"{local}" + (f" ({positives} positives)" if positives else "")] if local else [])
+                               + [f"{w:g} {t}" for t, w in terms.items() if w])
+    return Objective(local or "none", local_fn, terms, label)

@@ -1,0 +1,92 @@
+"""The composable objective: equal to the sum of its terms computed by hand, the paper presets equal to their
+definitions, every combination finite on degenerate batches, clear errors, and train.fit passing it the batch."""
+
+import itertools
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from dml_tutorial import dcdl, discrepancy, ecaml, losses, models, objective, regularizers
+
+
+def _batch(seed=0, classes=4, per_class=5, dim=8):
+    g = torch.Generator().manual_seed(seed)
+    model = models.MLP(6, dim)
+    x = torch.randn(classes * per_class, 6, generator=g)
+    return model(x), torch.arange(classes).repeat_interleave(per_class), SimpleNamespace(model=model, x=x)
+
+
+def test_an_objective_is_the_weighted_sum_of_its_terms_computed_by_hand():
+    z, y, batch = _batch()
+    loss = objective.objective("multi_similarity", positives="easy",
+                               terms={"sinkhorn": 0.5, "energy_confusion": 0.1, "mmd_median": 0.2})
+    ec = regularizers.energy_confusion(regularizers.embedding_layer_only(batch.model), y, log=True, reduction="mean")
+    by_hand = (losses.multi_similarity_loss(z, y, positives="easy")
+               + 0.5 * discrepancy.classwise_discrepancy(z, y, "sinkhorn", epsilon=2.5e-3)
+               + 0.1 * ec + 0.2 * discrepancy.classwise_discrepancy(z, y, "mmd", sigma="median"))
+    assert loss(z, y, batch).item() == pytest.approx(by_hand.item(), rel=1e-6)
+    parts = loss.parts(z, y, batch)
+    assert list(parts) == ["multi_similarity", "sinkhorn", "energy_confusion", "mmd_median"]
+    weights = {"multi_similarity": 1.0, "sinkhorn": 0.5, "energy_confusion": 0.1, "mmd_median": 0.2}
+    assert sum(weights[k] * v for k, v in parts.items()).item() == pytest.approx(loss(z, y, batch).item(), rel=1e-6)
+
+
+def test_the_paper_presets_are_objectives_equal_to_their_definitions():
+    z, y, batch = _batch(1)
+    assert isinstance(dcdl.dcdl_loss("trip", "W"), objective.Objective)
+    torch.manual_seed(0)  # the triplet loss draws its negatives from the band at random
+    expected = dcdl.LOCAL_LOSSES["trip"](z, y) + 0.5 * discrepancy.classwise_discrepancy(z, y, **dcdl.TERMS["W"])
+    torch.manual_seed(0)
+    assert dcdl.dcdl_loss("trip", "W")(z, y).item() == pytest.approx(expected.item(), rel=1e-6)
+    ec = regularizers.energy_confusion(regularizers.embedding_layer_only(batch.model), y, log=True, reduction="mean")
+    expected = ecaml.LOCAL_LOSSES["binomial"](z, y) + ecaml.LAMBDA["binomial"] * ec
+    assert ecaml.ecaml_loss("binomial")(z, y, batch).item() == pytest.approx(expected.item(), rel=1e-6)
+    same = objective.objective("binomial", terms={"energy_confusion": ecaml.LAMBDA["binomial"]}, eta_neg=25.0)
+    assert same(z, y, batch).item() == pytest.approx(expected.item(), rel=1e-6)
+
+
+LOCALS = [None, *objective.LOCAL]
+TERM_SETS = [{}, {"sinkhorn": 0.5}, {"mmd": 0.2, "energy_confusion": 0.1}, {"sinkhorn_geomloss": 0.5, "mmd_gaussian_median": 1.0}]
+
+
+@pytest.mark.parametrize("local,terms", [(loc, t) for loc, t in itertools.product(LOCALS, TERM_SETS) if loc or t])
+def test_every_combination_is_finite_on_degenerate_batches(local, terms):
+    loss = objective.objective(local, terms=terms)
+    model = models.MLP(6, 4)
+    for x, y in ((torch.randn(5, 6), torch.arange(5)),                        # singletons: no positive pair
+                 (torch.randn(6, 6), torch.zeros(6, dtype=torch.long)),       # one class: no negative
+                 (torch.zeros(6, 6), torch.tensor([0, 0, 1, 1, 2, 2]))):      # identical points
+        model.zero_grad()
+        z = model(x)
+        value = loss(z, y, SimpleNamespace(model=model, x=x))
+        value.backward()
+        assert torch.isfinite(value), (local, terms, y)
+        assert all(torch.isfinite(p.grad).all() for p in model.parameters() if p.grad is not None)
+
+
+def test_bad_objectives_fail_when_built():
+    with pytest.raises(ValueError, match="unknown local loss 'arcface'"):
+        objective.objective("arcface")
+    with pytest.raises(ValueError, match=r"unknown term\(s\) \['ec'\]"):
+        objective.objective("triplet", terms={"ec": 0.1})
+    with pytest.raises(ValueError, match="non-negative"):
+        objective.objective("triplet", terms={"sinkhorn": -1})
+    with pytest.raises(ValueError, match="takes no 'negatives'"):
+        objective.objective("npairs", negatives="hard")
+    with pytest.raises(ValueError, match="needs a local loss or a class-wise term"):
+        objective.objective(None, terms={"sinkhorn": 0.0})
+    z, y, _ = _batch()
+    with pytest.raises(ValueError, match="needs the model"):
+        objective.objective("triplet", terms={"energy_confusion": 0.1})(z, y)
+
+
+def test_fit_passes_the_batch_to_an_objective():
+    from dml_tutorial import data, sampling, train
+
+    ds = data.load_dataset("subclusters", split="samples", num_classes=3, modes_per_class=1, samples_per_mode=20).train
+    model = models.MLP(2, 4)
+    loss = objective.objective("triplet", terms={"energy_confusion": 0.1})
+    history = train.fit(model, loss, ds, epochs=1, sampler=sampling.PKSampler(ds.labels, p=3, k=4, seed=0),
+                        progress=False, device="cpu")
+    assert len(history) == 1 and history.last["loss"] > 0
