@@ -5,9 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup browser fashion-mnist book notebooks html test lint clean
+.PHONY: setup browser fashion-mnist slurm book notebooks html test lint clean
 
-setup: $(VENV)/.installed browser fashion-mnist
+setup: $(VENV)/.installed browser fashion-mnist slurm
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +34,16 @@ fashion-mnist:
 	  if [ "$$(id -u)" = 0 ]; then $(APT_FASHION); \
 	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_FASHION)'; \
 	  else echo "note: no Fashion-MNIST package; torchvision will download it when a chapter needs it"; fi; }
+
+# A one-node SLURM cluster for tests/test_slurm.py (the sweep's --executor slurm, started there on localhost as root):
+# Debian's slurmctld, slurmd, slurm-client and munge. Optional: without them (or without root) that test is skipped.
+APT_SLURM = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null
+slurm:
+	@command -v slurmctld >/dev/null || ! command -v apt-get >/dev/null || \
+	{ echo "installing SLURM and munge (apt) for the cluster test"; \
+	  if [ "$$(id -u)" = 0 ]; then $(APT_SLURM); \
+	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_SLURM)'; \
+	  else echo "note: no SLURM; tests/test_slurm.py will be skipped"; fi; }
 
 notebooks: setup          ## execute every chapter with papermill, in place, in its default profile
 	$(BIN)/python -m dml_tutorial run all

@@ -6,7 +6,8 @@
   self-describing JSON file, by default next to the executed notebook (``<name>.results.json``).
 - ``sweep GRID.yaml [--devices 0,1] [--results DIR]`` runs one chapter over a parameter grid (e.g. several seeds of
   the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
-  resumes; with several GPUs, runs go in parallel, one per GPU.
+  resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
+  a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state.
 - ``report [--results DIR] [--pages DIR]`` writes the "results at scale" page of each chapter from the run files.
 
 Errors (unknown chapter or parameter, a bad grid file, a failing cell) give one message and a non-zero exit; the
@@ -31,6 +32,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from . import slurm
 from .chapters import chapters, results_path
 from .profiles import PROFILE_NAMES
 
@@ -181,6 +183,15 @@ def _devices(option: str | None, spec: dict) -> list[str | None]:
     return [d.strip() for d in option.split(",") if d.strip()] or [None]
 
 
+def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Path]:
+    """The ``dml-tutorial run`` of one sweep point, and its log file: the same on every executor."""
+    log = args.output / chapter / f"{rid}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
+           "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
+    return cmd + _arguments(params), log
+
+
 def _sweep(args, parser) -> int:
     try:
         spec = load_grid(args.grid)
@@ -188,7 +199,14 @@ def _sweep(args, parser) -> int:
         parser.error(str(err))
     chapter = spec["chapter"]
     points = sweep_points(spec)
+    if args.executor == "slurm":
+        return _sweep_slurm(args, parser, chapter, points)
     todo = [(rid, p) for rid, p in points if not (args.results / chapter / f"{rid}.json").exists()]
+    if args.status:
+        pending = {rid for rid, _ in todo}
+        for rid, _ in points:
+            print(f"{rid}: {'pending' if rid in pending else 'done'}")
+        return 0
     devices = _devices(args.devices, spec)
     print(f"{chapter}: {len(points)} runs in the grid, {len(points) - len(todo)} already have results, "
           f"{len(todo)} to run on {', '.join(f'GPU {d}' if d else 'the default device' for d in devices)}", flush=True)
@@ -199,12 +217,8 @@ def _sweep(args, parser) -> int:
     def one(rid, params):
         device = free.get()
         try:
-            log = args.output / chapter / f"{rid}.log"
-            log.parent.mkdir(parents=True, exist_ok=True)
+            cmd, log = _command(chapter, rid, params, args)
             env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
-            cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
-                   "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
-            cmd += _arguments(params)
             with open(log, "w") as f:
                 return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode, log
         finally:
@@ -225,6 +239,44 @@ def _sweep(args, parser) -> int:
     print(f"{chapter}: all {len(points)} runs have results in {args.results / chapter}; "
           "`dml-tutorial report` updates the book's pages", flush=True)
     return 0
+
+
+def _print_states(chapter: str, now: dict) -> None:
+    from collections import Counter
+
+    counts = Counter(state for state, _ in now.values())
+    print(f"{chapter}: " + ", ".join(f"{counts[s]} {s}" for s in slurm.STATES if counts[s]), flush=True)
+    for rid, (state, detail) in now.items():
+        print(f"  {rid}: {state}" + (f" ({detail})" if detail else ""), flush=True)
+
+
+def _sweep_slurm(args, parser, chapter: str, points: list) -> int:
+    """SLURM: report every point's state, submit those with no results and no live job, and return (or wait)."""
+    try:
+        extra = dict(item.split("=", 1) for item in args.slurm_param)
+    except ValueError:
+        parser.error(f"--slurm-param takes KEY=VALUE, got {args.slurm_param}")
+    run_ids = [rid for rid, _ in points]
+    now = slurm.states(chapter, run_ids, args.results, args.output)
+    for rid, (state, detail) in now.items():
+        if state in ("failed", "cancelled"):
+            print(f"{rid}: {state}: {detail}; submitting it again", file=sys.stderr, flush=True)
+    if not args.status:
+        todo = {}
+        for rid, params in points:
+            if now[rid][0] in ("not submitted", "failed", "cancelled"):
+                cmd, log = _command(chapter, rid, params, args)
+                todo[rid] = (cmd, {}, log)
+        options = slurm.Options(partition=args.partition, gpus_per_run=args.gpus_per_run, time=args.time,
+                                cpus_per_run=args.cpus_per_run, extra=extra)
+        submitted = slurm.submit(chapter, todo, options, args.output)
+        print(f"{chapter}: submitted {len(submitted)} job(s): "
+              + ", ".join(f"{rid} -> {job}" for rid, job in submitted.items()), flush=True)
+        now = slurm.states(chapter, run_ids, args.results, args.output)
+    if args.wait:
+        now = slurm.wait(chapter, run_ids, args.results, args.output, poll=args.poll)
+    _print_states(chapter, now)
+    return 1 if any(state in ("failed", "cancelled") for state, _ in now.values()) else 0
 
 
 def _report(args, parser) -> int:
@@ -256,6 +308,20 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")
     sweep.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
+    sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, pending, "
+                       "failed, cancelled, not submitted) and run nothing")
+    sweep.add_argument("--executor", choices=("local", "slurm"), default="local",
+                       help="local: run here, one point per device at a time (default); slurm: one job per point "
+                            "through submitit, and return (see --wait)")
+    cluster = sweep.add_argument_group("SLURM (with --executor slurm)")
+    cluster.add_argument("--partition", default=None, help="the partition to submit to (default: the cluster's)")
+    cluster.add_argument("--gpus-per-run", type=int, default=1, help="GPUs per job (0: none requested; default 1)")
+    cluster.add_argument("--cpus-per-run", type=int, default=4, help="CPU cores per job (default 4)")
+    cluster.add_argument("--time", type=int, default=240, help="time limit per job in minutes (default 240)")
+    cluster.add_argument("--slurm-param", action="append", default=[], metavar="KEY=VALUE",
+                         help="any other sbatch option, e.g. --slurm-param account=abc --slurm-param qos=high")
+    cluster.add_argument("--wait", action="store_true", help="wait until no job is queued or running")
+    cluster.add_argument("--poll", type=float, default=30.0, help="seconds between squeue calls with --wait")
     report = sub.add_parser("report", help="write the 'results at scale' pages from the results files")
     report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
