@@ -82,7 +82,7 @@ def _grid(folder, text) -> Path:
     return path
 
 
-def test_sweep_runs_every_point_once_and_resumes(folder):
+def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 2]\n")
     results, output = folder / "results", folder / "runs"
     argv = ["sweep", str(grid), "--results", str(results), "--output", str(output)]
@@ -94,6 +94,10 @@ def test_sweep_runs_every_point_once_and_resumes(folder):
     assert (results / "toy" / "smoke_seed-2.figures" / "toy-figure.png").stat().st_size > 0
     stamps = {f: f.stat().st_mtime_ns for f in files}
     files[0].unlink()
+    capsys.readouterr()
+    assert cli.main(argv + ["--status"]) == 0  # runs nothing, says what is there
+    assert capsys.readouterr().out.splitlines() == ["smoke_seed-0: pending", "smoke_seed-2: done"]
+    assert not files[0].exists()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
 
@@ -120,7 +124,7 @@ def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
     ("chapter: nope\ngrid: {SEED: [0]}\n", "unknown chapter 'nope'"),
     ("chapter: toy\ngrid: {SEED: []}\n", "'grid' must map each parameter to a non-empty list"),
     ("chapter: toy\ngrid: {EPOCHS: [1]}\n", "has no parameter 'EPOCHS'"),
-    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'smoke', 'full' or 'auto'"),
+    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'auto' or one of smoke, fashion, full, got 'huge'"),
     ("chapter: toy\ngrids: {SEED: [0]}\n", "a sweep file is a mapping with 'chapter' and 'grid'"),
 ])
 def test_bad_sweep_files_are_one_clear_message(folder, capsys, text, message):
@@ -130,7 +134,9 @@ def test_bad_sweep_files_are_one_clear_message(folder, capsys, text, message):
 def test_report_writes_a_page_per_chapter_with_a_profile(folder, tmp_path):
     pages = tmp_path / "pages"
     assert cli.main(["report", "--results", str(folder / "none"), "--pages", str(pages)]) == 0
-    assert [p.name for p in pages.iterdir()] == []  # the toy chapter has no profile in dml_tutorial.profiles
+    # the toy chapter has no profile in dml_tutorial.profiles: no page of its own, no claim in the verdict table
+    assert [p.name for p in pages.iterdir()] == ["verdicts.md"]
+    assert "| claim |" in (pages / "verdicts.md").read_text() and "toy" not in (pages / "verdicts.md").read_text()
 
 
 def test_the_installed_script_runs():
