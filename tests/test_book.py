@@ -72,6 +72,18 @@ def test_pages_carry_social_card_metadata_and_the_favicon(html):
     assert (html / "_static" / "logo.png").exists() and (html / "404.html").exists()
 
 
+def test_references_page_lists_every_entry_with_its_link_and_citations_reach_it(html):
+    bib = (ROOT / "book" / "references.bib").read_text()
+    keys = re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M)
+    page = (html / "book" / "references.html").read_text()
+    entries = re.findall(r'<div class="citation".*?</div>', page, flags=re.S)
+    assert len(entries) >= len(keys), f"{len(entries)} entries listed for {len(keys)} in references.bib"
+    unlinked = [e for e in entries if "https://" not in e]
+    assert len(unlinked) <= 2, f"entries without an arXiv page or DOI: {unlinked}"  # two NeurIPS papers have neither
+    intro = (html / "book" / "intro.html").read_text()
+    assert intro.count("references.html#") >= 5  # the five papers, cited in the chapter table
+
+
 def test_site_holds_only_the_book(html):
     """No stray sources in the site (before exclude_patterns, a .venv inside the repository added ~280 pages)."""
     pages = {p.relative_to(html).with_suffix("").as_posix() for p in html.rglob("*.html")

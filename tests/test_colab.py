@@ -69,7 +69,8 @@ def test_site_address_and_404_prefix_follow_the_repository_url():
     repository.url must change these two with it, and this test says so."""
     cfg = yaml.safe_load((ROOT / "_config.yml").read_text())
     owner, name = URL.removeprefix("https://github.com/").split("/")
-    assert cfg["html"]["baseurl"] == f"https://{owner}.github.io/{name}/"
+    site = f"https://{owner}.github.io/{name}/"
+    assert cfg["html"]["baseurl"] == cfg["sphinx"]["config"]["html_baseurl"] == cfg["sphinx"]["config"]["ogp_site_url"] == site
     assert cfg["sphinx"]["config"]["notfound_urls_prefix"] == f"/{name}/"
     for key in ("logo",):
         assert (ROOT / cfg[key]).exists()
