@@ -74,9 +74,9 @@ def test_pages_carry_social_card_metadata_and_the_favicon(html):
 
 def test_references_page_lists_every_entry_with_its_link_and_citations_reach_it(html):
     bib = (ROOT / "book" / "references.bib").read_text()
-    keys = re.findall(r"^@\w+\{([^,]+),", bib, flags=re.M)
+    keys = re.findall(r"^@\w+\{([^,]+),", bib, flags=re.MULTILINE)
     page = (html / "book" / "references.html").read_text()
-    entries = re.findall(r'<div class="citation".*?</div>', page, flags=re.S)
+    entries = re.findall(r'<div class="citation".*?</div>', page, flags=re.DOTALL)
     assert len(entries) >= len(keys), f"{len(entries)} entries listed for {len(keys)} in references.bib"
     unlinked = [e for e in entries if "https://" not in e]
     assert len(unlinked) <= 2, f"entries without an arXiv page or DOI: {unlinked}"  # two NeurIPS papers have neither
