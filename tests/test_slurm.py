@@ -78,7 +78,7 @@ def cluster(tmp_path_factory):
     subprocess.run(["slurmctld", "-f", str(conf)], check=True, env=env)
     subprocess.run(["slurmd", "-f", str(conf)], check=True, env=env)
     deadline = time.time() + 60
-    while "idle" not in subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env).stdout:
+    while "idle" not in subprocess.run(["sinfo", "-h", "-o", "%T"], capture_output=True, text=True, env=env, check=False).stdout:
         if time.time() > deadline:
             logs = "".join((d / f).read_text()[-800:] for f in ("slurmctld.log", "slurmd.log") if (d / f).exists())
             _stop(d)
@@ -98,7 +98,7 @@ def _stop(d: Path):
 
 
 def _squeue(job: str) -> str:
-    return subprocess.run(["squeue", "-h", "-o", "%T", "-j", job], capture_output=True, text=True).stdout.strip()
+    return subprocess.run(["squeue", "-h", "-o", "%T", "-j", job], capture_output=True, text=True, check=False).stdout.strip()
 
 
 def test_a_grid_runs_resumes_and_resubmits_a_cancelled_job(cluster, tmp_path, monkeypatch, capsys):
