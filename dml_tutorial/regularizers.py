@@ -35,6 +35,26 @@ def class_pair_energies(embeddings, labels) -> tuple[torch.Tensor, torch.Tensor]
     return w @ pairwise_sq_distances(z) @ w.T, classes
 
 
+def energy_decomposition(embeddings, labels) -> dict:
+    """What the pair energy L[I, J] of :func:`class_pair_energies` is made of (expand the square around the class
+    means mu_I, mu_J):
+
+        L[I, J] = ||mu_I - mu_J||^2 + tr S_I + tr S_J,
+
+    with S_I the class's covariance (the biased one: mean over its samples of (x - mu_I)(x - mu_I)^T), so tr S_I is
+    the mean squared distance of class I's samples to their mean. Returns ``{"between": [K, K] squared distances of
+    the means, "within": [K] traces, "classes": [K]}``. Maximising EC (ECAML eq. 7) therefore shrinks the means'
+    distances *and* the classes' spreads; on the unit sphere ||mu_I - mu_J||^2 = 2 - 2 mu_I . mu_J only when the
+    means themselves are unit vectors, which they are not (||mu|| < 1 whenever a class is spread)."""
+    z, y = check_embeddings(embeddings, labels)
+    classes = torch.unique(y)
+    members = y[None, :] == classes[:, None]
+    w = members.to(z.dtype) / members.sum(1, keepdim=True)
+    means = w @ z
+    within = (w * pairwise_sq_distances(means, z)).sum(1)  # mean over the class of ||x - mu_I||^2 = tr S_I
+    return {"between": pairwise_sq_distances(means), "within": within, "classes": classes}
+
+
 def energy_confusion(embeddings, labels, num_pairs: int | None = None, log: bool = False,
                      generator: torch.Generator | None = None, reduction: str = "sum") -> torch.Tensor:
     """The EC term: the sum of L_ec(X_I, X_J) over all ordered pairs of distinct classes of the batch (eq. 7), or

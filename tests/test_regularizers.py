@@ -140,3 +140,20 @@ def test_unit_norm_rows_is_zero_on_unit_rows_and_rejects_bad_shapes():
     for bad in (torch.ones(3), torch.ones(0, 4)):
         with pytest.raises(ValueError, match="weight matrix"):
             R.unit_norm_rows(bad)
+
+
+def test_pair_energy_is_the_squared_distance_of_means_plus_both_spreads():
+    g = torch.Generator().manual_seed(5)
+    z = torch.nn.functional.normalize(torch.randn(23, 6, generator=g, dtype=torch.float64), dim=1)
+    y = torch.tensor([0] * 7 + [1] * 9 + [2] * 7)
+    energies, classes = R.class_pair_energies(z, y)
+    parts = R.energy_decomposition(z, y)
+    for i, a in enumerate(classes):
+        xa = z[y == a]
+        spread = sum(((x - xa.mean(0)) ** 2).sum() for x in xa) / len(xa)  # tr S_a by a loop over the samples
+        assert parts["within"][i].item() == pytest.approx(spread.item(), rel=1e-10)
+        for j, b in enumerate(classes):
+            by_loop = sum(((u - v) ** 2).sum() for u in xa for v in z[y == b]) / (len(xa) * (y == b).sum())
+            assert energies[i, j].item() == pytest.approx(by_loop.item(), rel=1e-10)
+            identity = parts["between"][i, j] + parts["within"][i] + parts["within"][j]
+            assert energies[i, j].item() == pytest.approx(identity.item(), rel=1e-10)
