@@ -43,7 +43,7 @@ def energy_decomposition(embeddings, labels) -> dict:
 
     with S_I the class's covariance (the biased one: mean over its samples of (x - mu_I)(x - mu_I)^T), so tr S_I is
     the mean squared distance of class I's samples to their mean. Returns ``{"between": [K, K] squared distances of
-    the means, "within": [K] traces, "classes": [K]}``. Minimising EC (it is added to the loss, ECAML eq. 12)
+    the means, "within": [K] traces, "classes": [K]}``. Minimising EC (it is added to the loss, ECAML eq. 7 and 11)
     therefore pulls the class means together *and* shrinks every class's spread. For unit-norm samples
     tr S_I = 1 - ||mu_I||^2 and the sum is 2 - 2 mu_I . mu_J: on the sphere EC sees the class means only."""
     z, y = check_embeddings(embeddings, labels)
