@@ -6,7 +6,7 @@ discrepancies of DCDL, ECAML's energy confusion), as a sum of named, weighted te
     loss(z, y, batch)        # what train.fit calls: the sum of the terms
     loss.parts(z, y, batch)  # {"multi_similarity": ..., "sinkhorn": ..., "energy_confusion": ...}, unweighted
 
-The value is exactly  L_local(z, y) + sum_t w_t T_t(z, y)  (DCDL eq. 5, ECAML eq. 12, and their combinations,
+The value is exactly  L_local(z, y) + sum_t w_t T_t(z, y)  (DCDL eq. 5, ECAML eq. 7 and 11, and their combinations,
 which no paper ran). Each term keeps the reduction of its own definition: the local losses theirs (see
 :mod:`dml_tutorial.losses`), the discrepancies a sum over the batch's classes (DCDL eq. 1-2), energy confusion a
 mean over ordered class pairs of eq. 11 (log EC) on the embedding layer only, as ECAML's preset does. The paper
