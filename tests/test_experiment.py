@@ -164,3 +164,11 @@ def test_references_give_every_kind_every_column_and_seed(splits):
     assert untrained[0] != untrained[1]  # two initialisations
     table = experiment.table(refs)
     assert set(table) == set(experiment.REFERENCES) and set(table["raw input"]) == {"clean", "sym 0.3"}
+
+
+def test_curves_use_a_fixed_subset_of_large_splits_and_all_of_small_ones():
+    big = data.ArrayDataset(torch.zeros(7000, 2), np.arange(7000) % 5)
+    first, again = experiment._curve_subset(big, seed=1), experiment._curve_subset(big, seed=1)
+    assert len(first) == experiment.CURVE_SAMPLES and np.array_equal(first.labels, again.labels)
+    small = data.ArrayDataset(torch.zeros(300, 2), np.arange(300) % 5)
+    assert experiment._curve_subset(small, seed=1) is small
