@@ -64,6 +64,8 @@ def _cbswr() -> list[Claim]:
     return [Claim(f"CBSwR beats {base} (R@1)", table, base, "CBSwR", "R@1") for base in ("SME", "CBS")]
 
 
+#: Each chapter's short name, for tables.
+NAMES = {"dcdl": "Sinkhorn DCDL", "cbswr": "CBSwR", "eps": "EPS", "ecaml": "ECAML", "noise_guarantees": "Noise guarantees"}
 #: The claims tested in each chapter (the chapters' own conclusions test more, with their own cells).
 CLAIMS = {"dcdl": _dcdl(), "cbswr": _cbswr(), "eps": _eps(), "ecaml": _ecaml(), "noise_guarantees": _noise()}
 #: The reference rows every main table carries (:func:`dml_tutorial.experiment.references`).

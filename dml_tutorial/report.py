@@ -233,7 +233,7 @@ def verdicts_page(runs: list[dict], notebooks: dict) -> str:
         mine = [r for r in runs if r["chapter"] == chapter]
         by_profile = {name: [r for r in mine if r.get("profile") == name] for name in ("fashion", "full")}
         for i, claim in enumerate(claims.CLAIMS.get(chapter, [])):
-            name = _title(notebook).split(":")[0] if i == 0 else ""
+            name = claims.NAMES.get(chapter, chapter) if i == 0 else ""
             lines.append(f"| {name} | {claim.text} | {_verdict_cell(smoke, chapter, claim.text)} | "
                          f"{_verdict_cell(by_profile['fashion'], chapter, claim.text)} | "
                          f"{_verdict_cell(by_profile['full'], chapter, claim.text)} |")
