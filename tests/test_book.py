@@ -261,7 +261,7 @@ def test_missing_pages_show_the_books_404_page_with_working_links(browser, pages
     """A mistyped address, two folders deep, as GitHub Pages answers it: the book's own 404 page, styled (its
     stylesheets, scripts and logo load from the site's root), with a link back into the book."""
     page, messages, outside = _load(browser, f"{pages_site}notebooks/no/such-chapter.html")
-    assert "not found" in page.inner_text("h1").lower()
+    assert "page not found" in page.inner_text("main").lower()
     unexpected = [m for m in messages if not any(b in m for b in BENIGN) and "404" not in m]
     assert not unexpected and not [u for u in outside if not u.startswith(EXTERNAL_SCRIPTS)]
     assert page.evaluate("[...document.styleSheets].filter(s => s.href && s.cssRules.length > 0).length") > 0

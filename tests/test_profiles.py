@@ -68,7 +68,7 @@ def test_fashion_profiles_run_the_smoke_experiments_on_real_data_with_enough_see
     assert cfg["n_seeds"] >= 5  # DESIGN.md: at least five seeds behind a verdict
     assert set(smoke) <= set(cfg)  # every setting the notebook reads is there
     if "seen" in cfg:
-        assert cfg["seen"] == profiles.FASHION_SEEN and cfg["p"] <= len(cfg["seen"])
+        assert cfg["seen"] == profiles.FASHION_SEEN and cfg.get("p", 0) <= len(cfg["seen"])
 
 
 def test_a_missing_profile_names_the_chapters_profiles():
