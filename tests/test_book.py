@@ -4,6 +4,7 @@ a real browser (headless Chromium): no console errors, every image loaded, links
 import functools
 import http.server
 import json
+import mimetypes
 import os
 import re
 import shutil
@@ -145,9 +146,8 @@ def pages_site(html):
             found = target.is_file() and html in target.resolve().parents
             body = (target if found else html / "404.html").read_bytes()
             self.send_response(200 if found else 404)
-            kind = http.server.SimpleHTTPRequestHandler.extensions_map.get(target.suffix, "text/html") \
-                if found else "text/html"
-            self.send_header("Content-Type", kind)
+            kind = (mimetypes.guess_type(target.name)[0] or "application/octet-stream") if found else "text/html"
+            self.send_header("Content-Type", kind)  # a stylesheet served as text/html would not apply
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
