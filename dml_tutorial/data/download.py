@@ -66,7 +66,8 @@ SOURCES = {
         "stanford-car-dataset-by-classes-folder.zip", "cars196",
         expect=("anno_train.csv", "anno_test.csv", "car_data/car_data/train", "car_data/car_data/test"),
         note="the Kaggle mirror that pytorch-metric-learning uses (Stanford's own site is gone); no checksum is "
-             "published for it, so the check is its contents: both annotation files and 16,185 images."),
+             "published for it, so the check is its contents: both annotation files, and the loader finds every image "
+             "they list."),
     "sop": Source(
         "sop", "https://drive.usercontent.google.com/download?id=1TclrpQOF_ullUP99wk_gjGN8pKvtErG8&export=download"
                "&authuser=0&confirm=t", "Stanford_Online_Products.zip", "Stanford_Online_Products",
