@@ -21,6 +21,7 @@ import pandas as pd
 from scipy import stats
 
 from . import evidence
+from .experiment import REFERENCES  # the reference rows every main table carries
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,6 @@ def _cbswr() -> list[Claim]:
 NAMES = {"dcdl": "Sinkhorn DCDL", "cbswr": "CBSwR", "eps": "EPS", "ecaml": "ECAML", "noise_guarantees": "Noise guarantees"}
 #: The claims tested in each chapter (the chapters' own conclusions test more, with their own cells).
 CLAIMS = {"dcdl": _dcdl(), "cbswr": _cbswr(), "eps": _eps(), "ecaml": _ecaml(), "noise_guarantees": _noise()}
-#: The reference rows every main table carries (:func:`dml_tutorial.experiment.references`).
-REFERENCES = ("raw input", "untrained network")
 
 
 def _tables(runs: list[dict]) -> dict:

@@ -213,8 +213,7 @@ def report_page(chapter: str, notebook: Path, runs: list[dict]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _verdict_cell(runs: list[dict], chapter: str, claim: str) -> str:
-    frame = claims.assess(chapter, runs) if runs else None
+def _verdict_cell(frame, claim: str) -> str:
     if frame is None or claim not in set(frame["claim"]):
         return "not run yet"
     r = frame[frame["claim"] == claim].iloc[0]
@@ -232,11 +231,11 @@ def verdicts_page(runs: list[dict], notebooks: dict) -> str:
         smoke = [json.loads(record.read_text())] if record.exists() else []
         mine = [r for r in runs if r["chapter"] == chapter]
         by_profile = {name: [r for r in mine if r.get("profile") == name] for name in ("fashion", "full")}
+        frames = [claims.assess(chapter, group) if group else None
+                  for group in (smoke, by_profile["fashion"], by_profile["full"])]  # once per scale
         for i, claim in enumerate(claims.CLAIMS.get(chapter, [])):
             name = claims.NAMES.get(chapter, chapter) if i == 0 else ""
-            lines.append(f"| {name} | {claim.text} | {_verdict_cell(smoke, chapter, claim.text)} | "
-                         f"{_verdict_cell(by_profile['fashion'], chapter, claim.text)} | "
-                         f"{_verdict_cell(by_profile['full'], chapter, claim.text)} |")
+            lines.append(f"| {name} | {claim.text} | " + " | ".join(_verdict_cell(f, claim.text) for f in frames) + " |")
     lines += ["", ("Each cell: the verdict, then our gain and its 95% interval, in points, paired by seed. The "
                    "rules (`dml_tutorial/evidence.py`): **reproduced** when the interval lies above 0; **not "
                    "reproduced** when it lies below 0 or below the paper's own gain (which we would have seen); "
