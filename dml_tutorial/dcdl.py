@@ -18,7 +18,6 @@ from functools import partial
 
 from . import losses
 from .discrepancy import classwise_discrepancy
-from .objective import Objective
 
 #: The local losses of the paper (section 3), with its hyperparameters; L_Trip mines FaceNet's semi-hard band
 #: (d_ap < d_an < d_ap + margin), the semi-hard sampling of Schroff et al. that the paper cites.
@@ -69,6 +68,8 @@ def dcdl_loss(local: str | None = "trip", term: str | None = "W", lam: float | N
         lam = (LAMBDA[term] if local else 1.0) if term else 0.0
     if lam < 0:
         raise ValueError(f"lam must be non-negative, got {lam}")
+    from .objective import Objective  # objective reads this module's TERMS
+
     terms = {term: partial(classwise_discrepancy, **TERMS[term])} if term else {}  # read now: TERMS may be edited
     return Objective(label(local) if local else "none", LOCAL_LOSSES.get(local), {term: lam} if term else {},
                      label(local, term, lam).replace(" ", ""), term_fns=terms, layer_only=())

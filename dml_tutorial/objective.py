@@ -21,6 +21,7 @@ from functools import partial
 import torch
 
 from . import losses
+from .dcdl import TERMS as DCDL_TERMS
 from .discrepancy import classwise_discrepancy
 from .regularizers import embedding_layer_only, energy_confusion
 
@@ -36,17 +37,14 @@ LOCAL = {
     "binomial": losses.binomial_deviance_loss,
     "multi_similarity": losses.multi_similarity_loss,
 }
-#: The class-wise terms: DCDL's L^W (converged Sinkhorn, epsilon = 2.5e-3) and its GeomLoss-defaults reading, L^L
-#: at the paper's sigma = 0.05 and at the median bandwidth, and ECAML's energy confusion.
-TERMS = {
-    "sinkhorn": partial(classwise_discrepancy, measure="sinkhorn", epsilon=2.5e-3),
-    "sinkhorn_geomloss": partial(classwise_discrepancy, measure="geomloss", blur=0.05, scaling=0.5),
-    "mmd": partial(classwise_discrepancy, measure="mmd", kernel="laplacian", sigma=0.05),
-    "mmd_median": partial(classwise_discrepancy, measure="mmd", kernel="laplacian", sigma="median"),
-    "mmd_gaussian": partial(classwise_discrepancy, measure="mmd", kernel="gaussian", sigma=0.05),
-    "mmd_gaussian_median": partial(classwise_discrepancy, measure="mmd", kernel="gaussian", sigma="median"),
-    "energy_confusion": partial(energy_confusion, log=True, reduction="mean"),
-}
+#: The class-wise discrepancy terms, by name, and the DCDL term (:data:`dml_tutorial.dcdl.TERMS`, one home for their
+#: settings) each one is: L^W (converged Sinkhorn, epsilon = 2.5e-3) and its GeomLoss-defaults reading, L^L and L^G
+#: at the paper's sigma = 0.05 and at the median bandwidth.
+DISCREPANCIES = {"sinkhorn": "W", "sinkhorn_geomloss": "W-GeomLoss", "mmd": "L", "mmd_median": "L-median",
+                 "mmd_gaussian": "G", "mmd_gaussian_median": "G-median"}
+#: Every class-wise term: the discrepancies and ECAML's energy confusion (eq. 11, mean over class pairs).
+TERMS = {**{name: partial(classwise_discrepancy, **DCDL_TERMS[term]) for name, term in DISCREPANCIES.items()},
+         "energy_confusion": partial(energy_confusion, log=True, reduction="mean")}
 #: Terms computed on the embedding layer alone (ECAML: EC reaches the embedding layer, not the trunk).
 EMBEDDING_LAYER_ONLY = {"energy_confusion"}
 
