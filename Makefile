@@ -5,9 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup browser fashion-mnist slurm book notebooks html test lint clean
+.PHONY: setup browser fashion-mnist slurm mathjax book notebooks html test lint clean
 
-setup: $(VENV)/.installed browser fashion-mnist slurm
+setup: $(VENV)/.installed browser fashion-mnist slurm mathjax
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -24,6 +24,10 @@ browser:
 	  if [ "$$(id -u)" = 0 ]; then $(APT_CHROMIUM); \
 	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_CHROMIUM)'; \
 	  else echo "error: install Chromium (Debian: apt-get install chromium) or set CHROMIUM=/path/to/it" >&2; exit 1; fi; }
+
+# MathJax 3, served by the site itself (book/fetch_mathjax.py: npm registry, SHA-256 checked, into book/_vendor/).
+mathjax: $(VENV)/.installed
+	@$(BIN)/python book/fetch_mathjax.py >/dev/null
 
 # Fashion-MNIST, the real data every machine here can have: Debian's package puts the four original IDX files under
 # /usr/share/datasets/fashion-mnist, where dml_tutorial.data.fashion_mnist finds them (elsewhere torchvision downloads).

@@ -230,20 +230,20 @@ def random_shift(x: torch.Tensor, max_shift: int = 1, generator: torch.Generator
 
 def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: int = 64, lr: float = 1e-2,
                        momentum: float = 0.9, weight_decay: float = 0.0, augment=random_shift, device="auto",
-                       seed: int = 0, progress: bool = True, description: str = "unsupervised"):
+                       seed: int = 0, progress: bool = True, description: str = "unsupervised", num_workers: int = 0):
     """Train ``objective`` (:class:`CBSwR` or :class:`SME`, which holds the model) without labels: shuffled batches
     of ``batch_size`` images, each with its augmented view (``augment`` on the device for in-memory data; a second
-    draw of the dataset's random transform for images on disk), SGD with momentum. Returns a
-    :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch."""
+    draw of the dataset's random transform for images on disk, decoded by ``num_workers`` loader processes), SGD
+    with momentum. Returns a :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch."""
     dev = train.resolve_device(device)
     train.seed_everything(seed)
     objective.to(dev).train()
     opt = torch.optim.SGD(objective.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
     g = torch.Generator().manual_seed(seed)
-    history = train.History()
+    history, began, steps = train.History(), time.perf_counter(), 0
     for epoch in tqdm(range(epochs), desc=description, disable=not progress, file=sys.stderr, mininterval=1.0):
         t0, records = time.perf_counter(), []
-        for x, x_hat in _pairs(data, batch_size, augment, g, dev):
+        for x, x_hat in _pairs(data, batch_size, augment, g, dev, num_workers):
             loss, parts = objective(x, x_hat)
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate")
@@ -251,13 +251,15 @@ def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: i
             loss.backward()
             opt.step()
             records.append({"loss": loss.item(), **parts})
+            steps += 1
         history.records.append({"epoch": epoch + 1, **{key: float(np.mean([r[key] for r in records]))
                                                        for key in records[0]}, "seconds": time.perf_counter() - t0})
     objective.eval()
+    train.record_training(description, steps, time.perf_counter() - began)
     return history
 
 
-def _pairs(data, batch_size, augment, generator, device):
+def _pairs(data, batch_size, augment, generator, device, num_workers=0):
     order = torch.randperm(len(data), generator=generator)
     if isinstance(data, ArrayDataset):
         for s in range(0, len(order) - 1, batch_size):
@@ -265,7 +267,8 @@ def _pairs(data, batch_size, augment, generator, device):
             yield x, augment(x, generator=generator)
         return
     subset = torch.utils.data.Subset(data, order.tolist())
-    for (x, _), (x_hat, _) in zip(torch.utils.data.DataLoader(subset, batch_size), torch.utils.data.DataLoader(subset, batch_size)):
+    views = [torch.utils.data.DataLoader(subset, batch_size, num_workers=num_workers) for _ in range(2)]
+    for (x, _), (x_hat, _) in zip(*views):  # two draws of the random transform: an image and its view
         yield x.to(device), x_hat.to(device)
 
 
@@ -298,11 +301,38 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     start = time.perf_counter()
     history = train_unsupervised(objective, splits.train, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
                                  lr=cfg["lr"], augment=partial(random_shift, max_shift=cfg.get("max_shift", 1)),
-                                 device=device, seed=seed, progress=progress, description=method)
+                                 device=device, seed=seed, progress=progress, description=method,
+                                 num_workers=cfg.get("workers", 0))
     seconds = time.perf_counter() - start
-    z_test = train.embed(model, splits.test)
+    z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed)
     return Run({**scores, "seconds": seconds}, z_test, history, objective if keep_objective else None)
+
+
+@torch.no_grad()
+def assignments(objective: CBSwR, x: torch.Tensor) -> torch.Tensor:
+    """Each sample's cluster: the argmax of the clustering module's softmax on its embedding (eq. 1's classifier),
+    in eval mode."""
+    objective.eval()
+    return objective.classifier(objective.embed(objective.model.features(x))).argmax(1)
+
+
+def false_negative_rates(labels, clusters) -> dict:
+    """The paper's motivation, measured: of the pairs of a batch that a method treats as negative, the fraction
+    whose hidden (never used) class labels agree. Instance discrimination (SME) treats every other image of the
+    batch as a negative; the cluster-based loss (eq. 6-9) only images in other clusters. ``labels`` and
+    ``clusters`` [n]; a mean over ordered pairs i != j, ``nan`` where a method has no negative pair."""
+    y, c = torch.as_tensor(np.asarray(labels)), torch.as_tensor(np.asarray(clusters))
+    if len(y) != len(c) or len(y) < 2:
+        raise ValueError(f"need at least 2 samples with a label and a cluster each, got {len(y)} and {len(c)}")
+    same = y[:, None] == y[None]
+    others = ~torch.eye(len(y), dtype=torch.bool)
+    across = (c[:, None] != c[None]) & others
+
+    def rate(negative):
+        return float(same[negative].float().mean()) if negative.any() else float("nan")
+
+    return {"instance negatives (SME)": rate(others), "cluster negatives (CBS, CBSwR)": rate(across)}
 
 
 @torch.no_grad()
@@ -311,9 +341,8 @@ def reconstruct(objective: CBSwR, x: torch.Tensor):
     ``(assignments [n], {cluster: D(r_cluster)})`` -- what eq. 5 compares with the cluster's members."""
     if objective.decoder is None:
         raise ValueError("this objective has no decoder (gamma = 0); use the CBSwR variant")
-    objective.eval()
+    assign = assignments(objective, x)
     features = objective.model.features(x)
-    assign = objective.classifier(objective.embed(features)).argmax(1)
     r, present = centroid_representations(features, assign, objective.k)
     idx = present.nonzero().flatten()
     return assign, dict(zip(idx.tolist(), objective.decoder(r[idx])))

@@ -84,7 +84,7 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     history = train.fit(model, loss_fn, data, epochs=cfg["epochs"], sampler=sampler, optimizer=optimizer,
                         scheduler=scheduler, device=device, seed=seed, progress=progress, checkpoint=checkpoint,
                         evaluate=evaluate, augment=augmentation, amp=cfg.get("amp", False),
-                        channels_last=cfg.get("channels_last", False),
+                        channels_last=cfg.get("channels_last", False), num_workers=cfg.get("workers", 0),
                         description=getattr(loss_fn, "__name__", "training"))
     return model, history, time.perf_counter() - start
 
@@ -97,7 +97,8 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
     data = corrupt(splits.train, noise, seed, pairs)
     model, history, seconds = _train(data, loss_fn, cfg, p=len(np.unique(data.labels)), k=k, seed=seed,
                                      device=device, progress=progress, checkpoint=checkpoint)
-    z_train, z_test = train.embed(model, data), train.embed(model, splits.test)
+    workers = cfg.get("workers", 0)
+    z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, splits.test, num_workers=workers)
     flipped = float(np.mean(data.labels != splits.train.labels))
     scores = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed)
     return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history)
@@ -140,7 +141,7 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
         model.to(train.resolve_device(device))
 
         def encode(data):
-            return train.embed(model, data)
+            return train.embed(model, data, num_workers=cfg.get("workers", 0))
     start = time.perf_counter()
     z_train, z_test = encode(train_set) if probe else None, encode(splits.test)
     scores = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
@@ -209,15 +210,18 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
       weights in ``Run.state``."""
     seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
+    workers = cfg.get("workers", 0)
 
     def evaluate(model):
-        return {"seen R@1": metrics.recall_at_k(train.embed(model, seen), seen.labels, (1,))[1],
-                "unseen R@1": metrics.recall_at_k(train.embed(model, unseen), unseen.labels, (1,))[1]}
+        return {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
+                "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
+                                                  (1,))[1]}
 
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
-    z_train, z_test = train.embed(model, splits.train), train.embed(model, splits.test)
+    z_train = train.embed(model, splits.train, num_workers=workers)
+    z_test = train.embed(model, splits.test, num_workers=workers)
     scores = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
@@ -248,6 +252,7 @@ def _cached(run, kwargs, seed, cache, key) -> Run:
     path = Path(cache) / f"{name}-seed{seed}.pt"
     if path.exists():
         state = torch.load(path, weights_only=False)
+        train.record_training(name, 0, 0.0, cached=True)
         return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
                    train_embeddings=state.get("train_embeddings"))
     result = run(**kwargs, seed=seed)

@@ -9,7 +9,9 @@ Sample-level noise (paper 004, Le & Odobez, eq. 6; DCDL paper section 4.1, Fig. 
 The theory of paper 004 on top of it: the pair-label noise rates (:func:`pair_noise_rates`, eq. 7-8), the
 multiplier Q (:func:`noise_multiplier`, eq. 22), the noise rates the triplet and marginal losses tolerate
 (:func:`triplet_noise_bound`, eq. 27; :func:`marginal_noise_bound`, eq. 37), and the skew eta of a mining strategy,
-measured on an embedding (:func:`negative_skew`, section 4.2).
+measured on an embedding (:func:`negative_skew`, section 4.2), and the identity behind them all, on an embedding:
+the unhinged risk under noise is the clean one scaled plus a constant (:func:`auxiliary_pair_risk`,
+:func:`expected_noisy_pair_risk`, eq. 9-17).
 """
 
 import numpy as np
@@ -156,6 +158,44 @@ def marginal_noise_bound(gamma: float, num_classes: int, level: float = 0.0) -> 
         raise ValueError(f"gamma = eta-/eta+ must lie in (0, 1], got {gamma}")
     k = int(num_classes)
     return _largest_p(lambda p: noise_multiplier(p, k, gamma / k), level, k)
+
+
+D_MAX = 2.0  # the largest distance between two points of the unit sphere (eq. 9)
+
+
+def _pairs_of(embeddings, labels, num_classes):
+    """Euclidean distances of the L2-normalised embeddings, same-class flags and K, over the pairs i < j."""
+    import torch
+
+    z = torch.nn.functional.normalize(torch.as_tensor(np.asarray(embeddings, dtype=np.float64)), dim=1)
+    y = torch.as_tensor(np.asarray(labels))
+    if len(z) != len(y) or len(y) < 2:
+        raise ValueError(f"need at least 2 embeddings with one label each, got {len(z)} and {len(y)}")
+    i, j = torch.triu_indices(len(y), len(y), 1)
+    k = int(num_classes) if num_classes is not None else len(torch.unique(y))
+    return (z[i] - z[j]).norm(dim=1), y[i] == y[j], k
+
+
+def auxiliary_pair_risk(embeddings, labels, num_classes: int | None = None) -> float:
+    """The weighted empirical risk of paper 004's auxiliary pair loss (eq. 14): the mean over all pairs i < j of
+    w_t l^A(t), with l^A = d_ij for a positive pair and d_max - d_ij for a negative one (eq. 9; d Euclidean on the
+    unit sphere, d_max = 2) and the 1-1 sampling weights w_+ = 1, w_- = 1/K (eq. 15). The unhinged triplet loss
+    is a sum of such pair losses (eq. 12). ``labels`` may be noisy: then this is the noisy risk of one draw."""
+    d, positive, k = _pairs_of(embeddings, labels, num_classes)
+    weight = np.where(positive, 1.0, 1.0 / k)
+    return float((weight * np.where(positive, d, D_MAX - d)).mean())
+
+
+def expected_noisy_pair_risk(embeddings, labels, p: float, num_classes: int | None = None) -> float:
+    """The expected :func:`auxiliary_pair_risk` under symmetric sample noise p, from the clean ``labels`` (eq. 17):
+    the mean over pairs of (1 - q_t - q_t w_-t / w_t) w_t l^A(t) + w_-t q_t d_max, with q_t from
+    :func:`pair_noise_rates`. It is the clean risk with each pair's term scaled and shifted by constants, which is
+    the paper's whole argument: for the unhinged loss, noise changes the risk's scale, not its minimiser."""
+    d, positive, k = _pairs_of(embeddings, labels, num_classes)
+    q_pos, q_neg = pair_noise_rates(p, k)
+    q, w, w_flip = (np.where(positive, a, b) for a, b in ((q_pos, q_neg), (1.0, 1.0 / k), (1.0 / k, 1.0)))
+    loss = np.where(positive, d, D_MAX - d)
+    return float(((1 - q - q * w_flip / w) * w * loss + w_flip * q * D_MAX).mean())
 
 
 def negative_skew(embeddings, observed, true, negatives: str = "semihard-random", margin: float = 0.2,

@@ -206,3 +206,23 @@ def gains(frame: pd.DataFrame, title: str = ""):
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set(xlabel="gain in points (paired by seed, 95% CI)", title=title)
     return fig
+
+
+def gradient_flows(flows: dict, target, times, point_size: float = 10):
+    """One row per divergence, one column per time: the moving cloud (``flows[name]``: the positions
+    :func:`dml_tutorial.discrepancy.gradient_flow` returns) over the fixed ``target`` (grey), at the steps in
+    ``times``. Returns the figure (at most 10 inches wide)."""
+    times = list(times)
+    fig, axes = plt.subplots(len(flows), len(times), figsize=(10, 2.5 * len(flows) + 0.4), squeeze=False,
+                             sharex=True, sharey=True, constrained_layout=True)
+    target = np.asarray(target)
+    for row, (name, positions) in zip(axes, flows.items()):
+        if max(times) >= len(positions):
+            raise ValueError(f"{name!r} has {len(positions) - 1} steps, fewer than the time {max(times)} asked for")
+        for ax, t in zip(row, times):
+            ax.scatter(*target.T, s=point_size, color="0.7", label="target y")
+            ax.scatter(*np.asarray(positions[t]).T, s=point_size, color=PALETTE[0], label="moving x")
+            ax.set(title=f"{name}, step {t}", xticks=[], yticks=[], aspect="equal")
+            ax.title.set_fontsize(9)
+    axes[0, 0].legend(fontsize=8, loc="lower left")
+    return fig

@@ -5,9 +5,13 @@
   the whole training split of the classes used, five seeds, an MLP on 2 CPU cores; each chapter's grid is at
   most about an hour. It is meant for ``dml-tutorial sweep data/sweeps/<chapter>-fashion.yaml``, whose committed
   results the chapters and the "results at scale" pages show.
-- ``full``: the paper's data and model, or the closest that runs on one GPU.
+- ``colab``: the paper's own dataset and backbone, one seed, each chapter's central comparison only, sized so that
+  "Runtime > Run all" on a free Colab T4 finishes in about 45 minutes, downloads included (an estimate: see
+  :data:`T4_ESTIMATE`; the chapter's first cells print the plan measured on the reader's own device).
+- ``full``: the paper's protocol (every table, its epochs), or the closest that runs on one GPU: hours to days
+  per chapter, meant for ``dml-tutorial sweep data/sweeps/<chapter>.yaml``.
 
-``PROFILE = "auto"`` in a notebook means ``full`` when a CUDA GPU is present and ``smoke`` otherwise.
+``PROFILE = "auto"`` in a notebook means ``colab`` when a CUDA GPU is present and ``smoke`` otherwise.
 """
 
 from __future__ import annotations
@@ -16,11 +20,12 @@ import copy
 
 import torch
 
-PROFILE_NAMES = ("smoke", "fashion", "full")
+PROFILE_NAMES = ("smoke", "fashion", "colab", "full")
 # GPU settings, for the chapters trained through experiment._train: ``data_on_device`` keeps in-memory datasets on
 # the GPU; ``amp`` (bfloat16 trunk, float32 embedding and loss) and ``channels_last`` are on for the 224-px
 # backbones, where an H100 ran a training step 1.3-1.9x faster with them, and off for VGG-9 at 32 px, where it ran
-# 0.87x (benchmarks/bench_train_step.py).
+# 0.87x (benchmarks/bench_train_step.py). ``workers``: loader processes that decode images read from disk (JPEGs at
+# 224 px), which one process does far slower than a GPU trains on them; 0 for in-memory data.
 
 CHAPTERS = {
     "foundations": {
@@ -54,23 +59,25 @@ CHAPTERS = {
                   "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                   "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "dims": [16, 64, 128],
                   "compare_with": "CARS",
-                  "data_on_device": False, "amp": False, "channels_last": False},
+                  "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cars196", "seen": None, "model": "googlenet", "dim": 512, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 2e-4, "head_lr_mult": 10,
                  "lr_step": None, "p": 64, "k": 2, "n_seeds": 1, "threads": None,
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                  "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4],
                  "dims": [128, 256, 384, 512], "compare_with": "CARS",
-                 "data_on_device": True, "amp": True, "channels_last": True},
+                 "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
     # CBSwR (Nguyen et al., paper 001): section 4. Unsupervised: trained on the seen classes' images, no labels.
     "cbswr": {
         "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "model": "convnet", "dim": 32, "epochs": 10,
                   "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 3, "n_seeds": 3, "threads": 2,
-                  "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 64], "compare_with": "CUB"},
+                  "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 64], "compare_with": "CUB",
+                  "workers": 0},
         "full": {"dataset": "cub200", "seen": None, "model": "googlenet", "dim": 128, "epochs": 20,
                  "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 1, "n_seeds": 1, "threads": None,
-                 "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 48, 64], "compare_with": "CUB"},
+                 "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 48, 64], "compare_with": "CUB",
+                 "workers": 8},
     },
     # EPS (Levi et al., paper 002): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
     "eps": {
@@ -80,14 +87,14 @@ CHAPTERS = {
                   "nmi_plus_factor": None, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
                   "even_odd_dataset": "digits", "even_odd_epochs": 40, "even_odd_k": 32,
                   "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
-                  "data_on_device": False, "amp": False, "channels_last": False},
+                  "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cars196", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
                  "nmi_plus_factor": None, "positives_per_class": [2, 4, 8], "positives_batches": 100,
                  "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64,
                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
-                 "data_on_device": True, "amp": True, "channels_last": True},
+                 "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
     # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
     # batches_per_epoch is fixed (18 = the 1,083 training digits / 60 per batch) so that the (1 - p) clean topline
@@ -97,12 +104,12 @@ CHAPTERS = {
                   "epochs": 10, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "optimizer": "adam", "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2,
                   "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4,
-                  "data_on_device": False, "amp": False, "channels_last": False},
+                  "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cub200", "seen": None, "model": "resnet34", "dim": 128, "dropout": 0.0,
                  "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "optimizer": "rmsprop", "lr_step": None, "p": 12, "k": 5, "n_seeds": 1, "threads": None,
                  "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "skew_rate": 0.4,
-                 "data_on_device": True, "amp": True, "channels_last": True},
+                 "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
 }
 
@@ -137,11 +144,51 @@ CHAPTERS["dcdl"]["fashion"] = _fashion(
     "dcdl", epochs=10, batches_per_epoch=100, terms=["L", "W"], alone_noise=[None], lambdas=[5.0])
 
 
+# The colab profile's budget, before any T4 measured it: an H100 trained these backbones at the images per second of
+# benchmarks/results/train_step_cuda.json (vgg9 12,770 in float32; googlenet 4,516, resnet34 3,080, resnet50 3,180
+# in bfloat16); a T4 runs ResNet-50 inference at about 1,000-1,200 images/s in mixed precision and trains a few
+# times slower, about 350/s, which is 9x below the H100's 3,180. So a T4 is taken as 9x slower than those figures,
+# and each colab profile below trains at most about 30 minutes at that speed; loading CUB's JPEGs on Colab's two
+# CPU workers (a few hundred images per second) can be the slower part. The chapter's plan cell measures the
+# reader's own device; its last cell prints the real training time beside the estimate.
+T4_ESTIMATE = {"slower_than_h100": 9, "training_minutes": 30}
+# CUB-200-2011 (1.2 GB from CaltechDATA) for the chapters on image retrieval: 5,864 training images of 100 classes.
+COLAB = {"n_seeds": 1, "threads": None, "data_on_device": True, "amp": True, "workers": 2}  # Colab: 2 CPUs
+
+
+def _colab(chapter: str, **changes) -> dict:
+    """The chapter's full settings with :data:`COLAB`'s (those the chapter has) and ``changes``."""
+    full = CHAPTERS[chapter]["full"]
+    return copy.deepcopy({**full, **{k: v for k, v in COLAB.items() if k in full}, **changes})
+
+
+CHAPTERS["foundations"]["colab"] = _colab("foundations", epochs=10, n_seeds=3)  # three quick seeds of a small net
+# DCDL: CIFAR-10 and VGG-9, L_Trip against L_Trip + L^W, clean and 30% symmetric noise (4 runs x 10 epochs of the
+# 50,000 images, Table 3 reusing Table 1's clean runs); fp16 on the T4, whose tensor cores do 65 TFLOPS to its
+# float32's 8 (on the H100, bf16 did not pay at 32 px: the full profile keeps float32).
+CHAPTERS["dcdl"]["colab"] = _colab("dcdl", epochs=10, lr_step=None, locals=["trip"], terms=["W"],
+                                   noise=[None, ["symmetric", 0.3]], alone_noise=[], lambdas=[0.5])
+# ECAML: CUB and GoogLeNet, Binomial with and without EC, with the seen/unseen curves (2 runs x 15 passes of 46
+# batches of 64 classes x 2 images); the lambda, dropout and dimension tables only in full.
+CHAPTERS["ecaml"]["colab"] = _colab("ecaml", dataset="cub200", epochs=15, batches_per_epoch=46, locals=["binomial"],
+                                    ablation_loss="binomial", lambdas=[], dropouts=[], dims=[512],
+                                    compare_with="CUB")
+# EPS: CUB and ResNet-50, Dist-Margin with and without easy positives (2 runs x 10 epochs of 100 batches), 2 and 8
+# positives per class (Fig. 3b: 2 runs x 10 epochs of 50 batches), the even/odd MNIST experiment (2 runs of 10
+# epochs) and the sub-cluster toy.
+CHAPTERS["eps"]["colab"] = _colab("eps", dataset="cub200", epochs=10, losses=["margin"], positives_per_class=[2, 8],
+                                  positives_batches=50, even_odd_epochs=10, compare_with="CUB")
+# CBSwR: CUB and GoogLeNet, the four rows of the ablation (4 runs x 8 epochs; the paper: 20).
+CHAPTERS["cbswr"]["colab"] = _colab("cbswr", epochs=8, ks=[])
+# Noise guarantees: CUB and ResNet-34, random against fixed semi-hard (and the marginal loss) at p = 0 and 0.4,
+# with the (1 - p) topline (9 runs + 1 skew run + 2 from a pre-trained start, x 5 epochs of 100 batches).
+CHAPTERS["noise_guarantees"]["colab"] = _colab("noise_guarantees", epochs=5, rates=[0.0, 0.4])
+
+
 def resolve_profile(profile: str = "auto") -> str:
-    """``"auto"`` -> ``"full"`` with CUDA, ``"smoke"`` without; ``"smoke"``/``"fashion"``/``"full"`` pass
-    through."""
+    """``"auto"`` -> ``"colab"`` with CUDA, ``"smoke"`` without; the named profiles pass through."""
     if profile == "auto":
-        return "full" if torch.cuda.is_available() else "smoke"
+        return "colab" if torch.cuda.is_available() else "smoke"
     if profile not in PROFILE_NAMES:
         raise ValueError(f"unknown profile {profile!r}; use 'auto', {', '.join(map(repr, PROFILE_NAMES))}")
     return profile
@@ -166,3 +213,9 @@ def settings(chapter: str, profile: str = "auto", changes: dict | None = None, *
     cfg.update(overrides)  # a None in ``changes`` is kept: it is a setting's value there (e.g. "lr_step": None)
     cfg["profile"], cfg["chapter"] = name, chapter
     return cfg
+
+
+def default_cache(cfg: dict) -> str | None:
+    """Where a GPU profile's finished runs are kept (``runs/<chapter>-<dataset>``), so that a notebook re-executed
+    after a disconnect skips them; ``None`` (no cache) for the CPU profiles."""
+    return f"runs/{cfg['chapter']}-{cfg['dataset']}" if cfg["profile"] in ("colab", "full") else None

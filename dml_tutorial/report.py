@@ -55,7 +55,11 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, 
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
     :func:`dml_tutorial.plots.results_table`; under ``dml-tutorial run``, record them for the report; under nbval
     (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
-    (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains."""
+    (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
+    An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
+    if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
+        print(f"{table}: not part of the {cfg.get('profile', 'current')} profile")
+        return None
     settings = {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, type(None)))}
     path = os.environ.get(ENV)
     if path:

@@ -135,6 +135,18 @@ def _loss_arity(loss_fn) -> int:
     return len([p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
 
 
+#: Every training this process has run, in order: one record per :func:`fit` (and per
+#: :func:`dml_tutorial.clustering.train_unsupervised`): ``description``, ``steps``, ``seconds``, ``cached`` (True
+#: for a run :func:`dml_tutorial.experiment.grid` loaded from its cache instead). :mod:`dml_tutorial.plan` checks a
+#: chapter's plan against it.
+TRAININGS: list[dict] = []
+
+
+def record_training(description: str, steps: int, seconds: float, cached: bool = False) -> None:
+    """Append one training to :data:`TRAININGS`."""
+    TRAININGS.append({"description": description, "steps": steps, "seconds": seconds, "cached": cached})
+
+
 def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimizer=None, lr: float = 1e-3,
         scheduler=None, device="auto", seed: int = 0, evaluate=None, eval_every: int = 1, augment=None,
         checkpoint: str | Path | None = None, resume: bool = True, progress: bool = True, num_workers: int = 0,
@@ -182,6 +194,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         history, start = History(state["history"]), state["epoch"]
         _set_rng_state(state["rng"])
     arity = _loss_arity(loss_fn)
+    began, steps = time.perf_counter(), 0
     bar = tqdm(range(start, epochs), desc=description, initial=start, total=epochs, disable=not progress,
                file=sys.stderr, mininterval=1.0, dynamic_ncols=True)
     for epoch in bar:
@@ -206,6 +219,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
             scaler.step(optimizer)
             scaler.update()
             losses.append(loss.item())
+            steps += 1
         if scheduler is not None:
             scheduler.step()
         record = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"),
@@ -222,12 +236,15 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
                             scheduler=scheduler.state_dict() if scheduler is not None else None,
                             history=history.records, epoch=epoch + 1, rng=_rng_state())
     model.eval()
+    record_training(description, steps, time.perf_counter() - began)
     return history
 
 
 @torch.no_grad()
-def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, normalize: bool | None = None):
-    """Embeddings ``[N, d]`` (CPU tensor) of a dataset, in order, in eval mode."""
+def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, normalize: bool | None = None,
+          num_workers: int = 0):
+    """Embeddings ``[N, d]`` (CPU tensor) of a dataset, in order, in eval mode; images read from disk are decoded
+    by ``num_workers`` loader processes (0: in this one)."""
     dev = next(model.parameters()).device if device is None else resolve_device(device)
     was_training = model.training
     model.eval()
@@ -236,7 +253,8 @@ def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, norm
         for s in range(0, len(data), batch_size):
             out.append(model(data.batch(np.arange(s, min(s + batch_size, len(data)))).to(dev), normalize=normalize))
     else:
-        for x, _ in torch.utils.data.DataLoader(data, batch_size=batch_size):
+        for x, _ in torch.utils.data.DataLoader(data, batch_size=batch_size, num_workers=num_workers,
+                                                pin_memory=dev.type == "cuda"):
             out.append(model(x.to(dev), normalize=normalize))
     model.train(was_training)
     return torch.cat(out).cpu()

@@ -22,6 +22,8 @@ from conftest import ROOT
 
 @pytest.fixture(scope="module")
 def html(tmp_path_factory) -> Path:
+    mathjax = ROOT / "book" / "_vendor" / "mathjax" / "tex-chtml.js"
+    assert mathjax.exists(), "no local MathJax: `make setup` fetches it (python book/fetch_mathjax.py)"
     out = tmp_path_factory.mktemp("book")
     exe = Path(sys.executable).with_name("jupyter-book")
     jb = str(exe) if exe.exists() else shutil.which("jupyter-book")
@@ -96,9 +98,10 @@ def test_site_holds_only_the_book(html):
 
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
-# Third-party scripts a page asks for; offline they are answered with an empty script (so math is not typeset
-# here), and any other outside request fails the test.
-EXTERNAL_SCRIPTS = ("https://cdn.jsdelivr.net/npm/mathjax@3/",)
+# Third-party scripts a page may ask for: none. MathJax is served by the site itself (book/fetch_mathjax.py), so
+# math is typeset here as it is online, and any outside request fails the test (it is answered with an empty
+# script, so that a page never hangs on it).
+EXTERNAL_SCRIPTS = ()
 # Console messages known to be benign, each with its cause. Everything else fails the test.
 BENIGN = (
     # pydata-sphinx-theme, when no theme mode has been stored yet: it resets to "auto" (a console.error call)
@@ -174,9 +177,10 @@ def browser():
         chromium.close()
 
 
-def _load(browser, url):
-    """Open ``url``; return the page, its console messages and page errors, and the outside requests it made."""
-    page = browser.new_page()
+def _load(browser, url, width=1400, height=900):
+    """Open ``url`` in a ``width`` x ``height`` viewport and wait until MathJax has typeset the page; return the
+    page, its console messages and page errors, and the outside requests it made."""
+    page = browser.new_page(viewport={"width": width, "height": height})
     messages, outside = [], []
     page.on("console", lambda m: messages.append(m.text) if m.type in ("error", "warning") else None)
     page.on("pageerror", lambda e: messages.append(str(e)))
@@ -191,6 +195,7 @@ def _load(browser, url):
 
     page.route("**/*", route)
     page.goto(url, wait_until="networkidle")
+    page.evaluate("() => window.MathJax?.startup?.promise")  # typesetting finishes after the load (or no math)
     return page, messages, outside
 
 
@@ -272,4 +277,100 @@ def test_missing_pages_show_the_books_404_page_with_working_links(browser, pages
     assert home, links
     with urllib.request.urlopen(home[0]) as response:
         assert response.status == 200
+    page.close()
+
+
+# ---- math, overflow, figure sizes: the book as a reader sees it ----
+
+UNRENDERED = re.compile(r"\$\$?[^$\s][^$]*\$|\\\(|\\\[")  # $...$, $$...$$, \( or \[ left in the text
+
+
+def _prose(page) -> str:
+    """The text of the page's main column without code, outputs printed as text, and typeset math."""
+    return page.evaluate("""() => { const main = (document.querySelector('main') || document.body).cloneNode(true);
+        main.querySelectorAll('pre, code, mjx-container, script, style, .output').forEach(e => e.remove());
+        return main.textContent; }""")
+
+
+# What MathJax makes of bad TeX: a syntax error becomes <mjx-merror data-mjx-error="...">; an undefined macro is
+# typeset in red (the noundefined extension of tex-chtml), <mjx-mtext style="color: red;">.
+MATH_ERRORS = """[...document.querySelectorAll('mjx-merror, mjx-mtext[style*="color: red"]')].map(e =>
+    e.getAttribute('data-mjx-error') || e.closest('mjx-container').querySelector('mjx-assistive-mml')?.textContent)"""
+
+
+def test_math_is_typeset_without_errors(visited):
+    typeset = {}
+    for file, (page, _, _) in visited.items():
+        errors = page.evaluate(MATH_ERRORS)
+        assert not errors, f"{file}: MathJax could not typeset {errors}"
+        left = UNRENDERED.findall(_prose(page))
+        assert not left, f"{file}: math left as text: {left[:5]}"
+        typeset[file] = page.evaluate("document.querySelectorAll('mjx-container').length")
+    for chapter in ("notebooks/03_dcdl", "notebooks/06_ecaml", "notebooks/07_noise_guarantees"):
+        assert typeset[chapter] > 20, f"{chapter}: only {typeset[chapter]} formulas typeset"
+
+
+def test_the_math_check_catches_tex_errors_and_a_stray_dollar(browser, site):
+    """The checks above fail on what they are meant to catch: an undefined macro, a TeX syntax error, an unclosed
+    brace (MathJax then leaves the whole formula as text) and a $...$ that was never typeset."""
+    page, _, _ = _load(browser, f"{site}/notebooks/03_dcdl.html")
+    page.evaluate("""() => { const main = document.querySelector('main');
+        const add = (text, math) => { const p = document.createElement('p'); p.textContent = text;
+            if (math) p.className = 'math'; main.append(p); return p; };
+        const typeset = [add('\\\\(\\\\nosuchmacro\\\\)', true), add('\\\\(x^^2\\\\)', true),
+                         add('\\\\(\\\\frac{1}{2\\\\)', true)];
+        add('costs $x^2$ here', false);
+        return MathJax.typesetPromise(typeset); }""")
+    assert sorted(page.evaluate(MATH_ERRORS)) == ["Missing open brace for superscript", "\\nosuchmacro"]
+    assert UNRENDERED.findall(_prose(page)) == ["\\(", "$x^2$"]
+    page.close()
+
+
+SCREENSHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
+WIDTHS = {"desktop": 1400, "phone": 390}
+
+
+@pytest.mark.parametrize("device", sorted(WIDTHS))
+def test_no_page_overflows_the_window_and_screenshots_are_written(browser, site, device):
+    """At a desktop and a phone width no page is wider than the window (wide tables and code scroll inside their
+    own boxes); a full-page screenshot of each page goes to _build/screenshots/<device>/ for review."""
+    width = WIDTHS[device]
+    (SCREENSHOTS / device).mkdir(parents=True, exist_ok=True)
+    for file in _toc_files():
+        page, _, _ = _load(browser, f"{site}/{file}.html", width=width)
+        sizes = page.evaluate("[document.documentElement.scrollWidth, window.innerWidth]")
+        wide = page.evaluate("""() => [...document.querySelectorAll('main *')].filter(e => {
+            const r = e.getBoundingClientRect();
+            if (!(r.width > 0 && r.right > window.innerWidth + 1)) return false;
+            for (let p = e.parentElement; p; p = p.parentElement) {  // inside a box that scrolls: fine
+                if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false; }
+            return true; }).slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)""")
+        page.screenshot(path=str(SCREENSHOTS / device / f"{file.replace('/', '_')}.jpg"), full_page=True, type="jpeg",
+                        quality=50)
+        page.close()
+        assert sizes[0] <= sizes[1], f"{file} at {width} px: the page is {sizes[0]} px wide ({wide})"
+
+
+def test_figures_are_not_shrunk_below_legibility(visited):
+    """The chapters' figures are drawn at the inline backend's 100 dpi, where 10-point text is 14 px; shown at less
+    than 55 % of its natural width a figure's text falls below about 8 px. At 1,400 px no figure may be."""
+    checked = 0
+    for file, (page, _, _) in visited.items():
+        shrunk = page.evaluate("""[...document.querySelectorAll('.cell_output img')].filter(i => i.naturalWidth > 200)
+            .map(i => [i.getAttribute('src').slice(0, 60), i.clientWidth / i.naturalWidth])""")
+        small = [(src, round(r, 2)) for src, r in shrunk if r < 0.55]
+        assert not small, f"{file}: figures shown below 55 % of their size: {small}"
+        checked += len(shrunk)
+    assert checked > 20  # the chapters' figures were found
+
+
+def test_a_click_enlarges_a_figure_to_the_window_and_another_closes_it(browser, site):
+    page, _, _ = _load(browser, f"{site}/notebooks/03_dcdl.html")
+    image = page.locator(".cell_output img").first
+    image.scroll_into_view_if_needed()
+    before = image.evaluate("i => i.getBoundingClientRect().width")
+    image.click()
+    assert image.evaluate("i => [i.getBoundingClientRect().width, window.innerWidth]") == [1400, 1400] != before
+    image.click()
+    assert image.evaluate("i => i.getBoundingClientRect().width") == before
     page.close()

@@ -239,3 +239,21 @@ def test_images_on_disk_come_in_two_random_views_in_the_same_order(tmp_path):
         assert x.shape == x_hat.shape == (len(x), 3, 8, 8) and torch.equal(x.mean((1, 2, 3)), x_hat.mean((1, 2, 3)))
     seen = torch.cat([x.mean((1, 2, 3)) for x, _ in batches])
     assert sorted((seen * 255 / 40).round().int().tolist()) == list(range(6))
+
+
+def test_false_negative_rates_by_a_loop_over_pairs():
+    labels = np.array([0, 0, 1, 1, 1, 2, 0, 2])
+    clusters = np.array([5, 5, 1, 1, 3, 3, 0, 3])
+    rates = clustering.false_negative_rates(labels, clusters)
+    pairs = [(i, j) for i in range(8) for j in range(8) if i != j]
+    sme = np.mean([labels[i] == labels[j] for i, j in pairs])
+    cluster = np.mean([labels[i] == labels[j] for i, j in pairs if clusters[i] != clusters[j]])
+    assert rates == {"instance negatives (SME)": pytest.approx(sme), "cluster negatives (CBS, CBSwR)":
+                     pytest.approx(cluster)}
+    perfect = clustering.false_negative_rates(labels, labels)  # clusters = classes: no same-class negative left
+    assert perfect["cluster negatives (CBS, CBSwR)"] == 0.0 and perfect["instance negatives (SME)"] == pytest.approx(sme)
+    assert np.isnan(clustering.false_negative_rates(labels, np.zeros(8))["cluster negatives (CBS, CBSwR)"])
+    with pytest.raises(ValueError, match="at least 2 samples"):
+        clustering.false_negative_rates(labels[:1], clusters[:1])
+    with pytest.raises(ValueError, match="a label and a cluster each"):
+        clustering.false_negative_rates(labels, clusters[:5])

@@ -75,3 +75,34 @@ def test_site_address_and_404_prefix_follow_the_repository_url():
     for key in ("logo",):
         assert (ROOT / cfg[key]).exists()
     assert (ROOT / cfg["html"]["favicon"]).exists()
+
+
+def _colab_packages() -> dict:
+    """Colab's GPU runtime as tests/colab_pip_freeze.gpu.txt records it: {canonical name: version}."""
+    from packaging.utils import canonicalize_name
+    from packaging.version import Version
+
+    lines = (ROOT / "tests" / "colab_pip_freeze.gpu.txt").read_text().splitlines()
+    pairs = [line.split("==") for line in lines if line and not line.startswith("#")]
+    return {canonicalize_name(name): Version(version) for name, version in pairs}
+
+
+def test_the_colab_install_keeps_colabs_torch_and_adds_only_what_colab_lacks():
+    """pip leaves an installed package alone when it satisfies the requirement: every dependency that Colab
+    preinstalls (torch and torchvision above all: a reinstall would fetch gigabytes and may not match Colab's CUDA)
+    must accept Colab's version, and so must the requirements of the packages the install cell adds."""
+    import importlib.metadata
+
+    from packaging.requirements import Requirement
+    from packaging.utils import canonicalize_name
+
+    colab = _colab_packages()
+    ours = [Requirement(r) for r in tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["dependencies"]]
+    added = sorted(canonicalize_name(r.name) for r in ours if canonicalize_name(r.name) not in colab)
+    assert added == ["geomloss", "mnist1d", "pot", "submitit"]  # what Colab's list lacks
+    theirs = [Requirement(r) for name in added for r in importlib.metadata.requires(name) or []]
+    for req in ours + [r for r in theirs if r.marker is None]:  # extras ("backend-torch", "dev") are not installed
+        name = canonicalize_name(req.name)
+        if name in colab:
+            assert req.specifier.contains(colab[name], prereleases=True), f"{req} would replace Colab's {colab[name]}"
+    assert {"torch", "torchvision"} <= set(colab)  # the check above covered them

@@ -261,3 +261,35 @@ def test_the_solver_reads_convergence_only_every_check_every_iterations(monkeypa
         values[f"reads {every}"] = len(calls)
     assert values["reads 10"] <= values["reads 1"] / 5 + 3
     assert values[10] == pytest.approx(values[1], rel=1e-3)
+
+
+def test_gradient_flow_moves_each_point_by_its_own_velocity():
+    """On the energy distance |mean(x) - mean(y)|^2 / 2 each point's gradient is (mean(x) - mean(y)) / n, so one
+    step of lr moves every point by lr x (mean(y) - mean(x))."""
+    g = torch.Generator().manual_seed(0)
+    x, y = torch.randn(5, 2, generator=g, dtype=torch.float64), torch.randn(7, 2, generator=g, dtype=torch.float64) + 3
+
+    def energy(a, b):
+        return ((a.mean(0) - b.mean(0)) ** 2).sum() / 2
+
+    positions = D.gradient_flow(x, y, energy, steps=3, lr=0.25)
+    assert len(positions) == 4 and torch.equal(positions[0], x) and not positions[-1].requires_grad
+    assert torch.allclose(positions[1], x + 0.25 * (y.mean(0) - x.mean(0)))
+    gap = [(p.mean(0) - y.mean(0)).norm().item() for p in positions]
+    assert gap == pytest.approx([gap[0] * 0.75**t for t in range(4)])  # the means close geometrically
+    for steps, lr in ((-1, 0.1), (2, 0.0)):
+        with pytest.raises(ValueError, match="steps must be >= 0 and lr positive"):
+            D.gradient_flow(x, y, energy, steps=steps, lr=lr)
+
+
+def test_gradient_flow_a_narrow_kernel_does_not_reach_a_far_cloud_and_sinkhorn_does():
+    g = torch.Generator().manual_seed(1)
+    x = torch.randn(20, 2, generator=g, dtype=torch.float64) * 0.1
+    y = torch.randn(20, 2, generator=g, dtype=torch.float64) * 0.1 + torch.tensor([1.3, 0.0], dtype=torch.float64)
+    flows = {name: D.gradient_flow(x, y, fn, steps=30, lr=0.1) for name, fn in (
+        ("mmd", lambda a, b: D.mmd(a, b, "laplacian", 0.05)),
+        ("sinkhorn", lambda a, b: D.sinkhorn_divergence(a, b, epsilon=2.5e-3)))}
+    moved = {name: (p[-1].mean(0) - x.mean(0))[0].item() for name, p in flows.items()}  # towards y along x
+    assert abs(moved["mmd"]) < 1e-4  # exp(-1.3 / 0.05): no pull at all (only x's own points repel)
+    assert moved["sinkhorn"] > 0.9 * 1.3
+    assert all(torch.isfinite(p).all() for positions in flows.values() for p in positions)

@@ -113,3 +113,38 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
         assert run["settings"]["amp"] and run["settings"]["channels_last"]
         assert any(p.suffix == ".pt" for p in (tmp_path / "cache").rglob("*"))  # the resumable cache
 
+
+
+COLAB_TINY = {"epochs": 1, "threads": 2}  # the colab profile's own lists and loader workers, one short epoch
+COLAB_DRY_RUNS = {  # chapter: (notebook, backbone, tiny SETTINGS); every colab chapter on images reads CUB
+    "ecaml": ("06_ecaml", "googlenet", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2}),
+    "noise_guarantees": ("07_noise_guarantees", "resnet34", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2}),
+    "eps": ("05_eps", "resnet50", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2, "even_odd_epochs": 1,
+                                   "even_odd_dataset": "digits", "nmi_plus_factor": 3}),
+    "cbswr": ("04_cbswr", "googlenet", {**COLAB_TINY, "batch_size": 4, "k": 2}),
+}
+
+
+@pytest.mark.parametrize("chapter", sorted(COLAB_DRY_RUNS))
+def test_colab_profile_runs_end_to_end_and_its_plan_counts_its_trainings(chapter, tmp_path, monkeypatch):
+    """The colab profile's code path (CUB, pretrained backbone, two loader workers, the profile's short lists, the
+    plan's check in the last cell) on the CUB fixture, through ``dml-tutorial run``."""
+    notebook, backbone, tiny = COLAB_DRY_RUNS[chapter]
+    (tmp_path / "notebooks").mkdir()
+    shutil.copy(ROOT / "notebooks" / f"{notebook}.ipynb", tmp_path / "notebooks")
+    seen, unseen = TRAIN_TEST
+    _cub200(tmp_path / "data", seen + [(101 + c, n) for c, n in unseen], np.random.default_rng(0))
+    _stand_in_weights(tmp_path / "torch", backbone)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "torch"))
+    monkeypatch.setenv(chapters.FOLDER_ENV, str(tmp_path / "notebooks"))
+    out = tmp_path / "out"
+    code = cli.main(["run", chapter, "--profile", "colab", "-p", "DEVICE", "cpu", "-p", "SETTINGS", repr(tiny),
+                     "-p", "CACHE", str(tmp_path / "cache"), "--output", str(out)])
+    assert code == 0
+    run = json.loads((out / f"{notebook}.results.json").read_text())
+    assert run["profile"] == "colab" and run["settings"]["dataset"] == "cub200"
+    assert run["settings"]["workers"] == 2 and run["tables"]
+    executed = nbformat.read(out / f"{notebook}.ipynb", as_version=4)
+    printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
+    assert f"Plan of the {chapter} chapter, colab profile" in printed and "cub200 (data.caltech.edu)" in printed
+    assert "trainings as planned (0 loaded from the cache)" in printed

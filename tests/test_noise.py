@@ -186,3 +186,27 @@ def test_negative_skew_is_one_for_all_negatives_and_large_for_hard_mining():
 def test_fashion_mnist_pairs_are_valid_look_alike_flips():
     T = noise.transition_matrix(10, 0.2, "asymmetric", noise.PAIRS["fashion_mnist"])
     assert np.allclose(T.sum(1), 1) and T[0, 6] == pytest.approx(0.2) and T[1, 1] == 1
+
+
+def test_expected_noisy_pair_risk_is_the_mean_over_noise_draws():
+    """Eq. 17 from the clean labels against the noisy risk averaged over many draws of eq. 6's noise."""
+    rng = np.random.default_rng(0)
+    z = rng.normal(size=(40, 5))
+    y = np.repeat(np.arange(4), 10)
+    draws = [noise.auxiliary_pair_risk(z, noise.corrupt_labels(y, 4, 0.3, seed=s), num_classes=4) for s in range(3000)]
+    expected = noise.expected_noisy_pair_risk(z, y, 0.3, num_classes=4)
+    assert np.mean(draws) == pytest.approx(expected, abs=4 * np.std(draws) / np.sqrt(len(draws)))
+    assert noise.expected_noisy_pair_risk(z, y, 0.0) == pytest.approx(noise.auxiliary_pair_risk(z, y))
+
+
+def test_auxiliary_pair_risk_by_a_loop_over_pairs():
+    rng = np.random.default_rng(1)
+    z, y = rng.normal(size=(9, 3)), np.array([0, 0, 1, 1, 1, 2, 2, 0, 2])
+    u = z / np.linalg.norm(z, axis=1, keepdims=True)
+    terms = [np.linalg.norm(u[i] - u[j]) if y[i] == y[j] else (2 - np.linalg.norm(u[i] - u[j])) / 3
+             for i in range(9) for j in range(i + 1, 9)]
+    assert noise.auxiliary_pair_risk(z, y) == pytest.approx(np.mean(terms))
+    with pytest.raises(ValueError, match="at least 2 embeddings"):
+        noise.auxiliary_pair_risk(z[:1], y[:1])
+    with pytest.raises(ValueError, match="one label each"):
+        noise.auxiliary_pair_risk(z, y[:4])

@@ -95,3 +95,16 @@ def test_transport_panel_draws_one_segment_per_carried_mass():
     with pytest.raises(ValueError, match="shape"):
         plots.transport_panel(ax, x, y, plan.T)
     plt.close(fig)
+
+
+def test_gradient_flows_one_row_per_divergence_one_column_per_time():
+    target = np.random.default_rng(0).normal(size=(10, 2))
+    flows = {"a": [torch.zeros(6, 2) + t for t in range(5)], "b": [torch.ones(6, 2) * t for t in range(5)]}
+    fig = plots.gradient_flows(flows, target, times=(0, 2, 4))
+    assert len(fig.axes) == 6 and fig.get_size_inches()[0] <= 10
+    assert [ax.get_title() for ax in fig.axes[:3]] == ["a, step 0", "a, step 2", "a, step 4"]
+    assert np.allclose(fig.axes[5].collections[1].get_offsets(), 4.0)  # b's cloud at step 4
+    assert fig.axes[0].get_legend() is not None
+    with pytest.raises(ValueError, match="'a' has 4 steps, fewer than the time 7"):
+        plots.gradient_flows(flows, target, times=(0, 7))
+    plt.close("all")

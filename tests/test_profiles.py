@@ -4,11 +4,15 @@ import torch
 from dml_tutorial import profiles, train
 
 
-def test_auto_follows_cuda_availability():
-    assert profiles.resolve_profile("auto") == ("full" if torch.cuda.is_available() else "smoke")
+def test_auto_follows_cuda_availability(monkeypatch):
+    assert profiles.resolve_profile("auto") == ("colab" if torch.cuda.is_available() else "smoke")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert profiles.resolve_profile("auto") == "colab"  # the profile sized for one Colab session, never "full"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert profiles.resolve_profile("auto") == "smoke"
 
 
-@pytest.mark.parametrize("name", ["smoke", "full"])
+@pytest.mark.parametrize("name", ["smoke", "colab", "full"])
 def test_explicit_profiles_pass_through(name):
     assert profiles.settings("foundations", name)["profile"] == name
 
@@ -51,9 +55,22 @@ def test_device_resolution():
 
 
 @pytest.mark.parametrize("chapter", sorted(profiles.CHAPTERS))
-def test_smoke_and_full_name_the_same_settings(chapter):
+def test_smoke_colab_and_full_name_the_same_settings(chapter):
     # a notebook reads the same keys whichever profile runs it
-    assert set(profiles.CHAPTERS[chapter]["smoke"]) == set(profiles.CHAPTERS[chapter]["full"])
+    assert set(profiles.CHAPTERS[chapter]["smoke"]) == set(profiles.CHAPTERS[chapter]["full"]) \
+        == set(profiles.CHAPTERS[chapter]["colab"])
+
+
+@pytest.mark.parametrize("chapter", sorted(profiles.CHAPTERS))
+def test_colab_profiles_run_the_papers_data_with_one_seed_and_keep_their_runs(chapter):
+    cfg, full = profiles.settings(chapter, "colab"), profiles.settings(chapter, "full")
+    assert cfg["model"] == full["model"] and cfg["epochs"] < full["epochs"]
+    assert cfg["n_seeds"] == (full["n_seeds"] if chapter == "foundations" else 1)  # foundations: 3 quick seeds
+    assert cfg["dataset"] in ("mnist", "cifar10", "cub200")  # downloads itself, with checksums (CUB: 1.2 GB)
+    assert profiles.default_cache(cfg) == f"runs/{chapter}-{cfg['dataset']}"
+    assert profiles.default_cache(profiles.settings(chapter, "smoke")) is None
+    if full.get("workers"):  # images decoded from disk: Colab has two CPUs
+        assert cfg["workers"] == 2
 
 
 def test_the_noise_toplines_train_as_many_steps_as_the_noisy_runs():
@@ -72,5 +89,5 @@ def test_fashion_profiles_run_the_smoke_experiments_on_real_data_with_enough_see
 
 
 def test_a_missing_profile_names_the_chapters_profiles():
-    with pytest.raises(ValueError, match="no 'fashion' profile; its profiles: smoke, full"):
+    with pytest.raises(ValueError, match="no 'fashion' profile; its profiles: smoke, full, colab"):
         profiles.settings("foundations", "fashion")

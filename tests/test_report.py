@@ -47,6 +47,14 @@ def test_record_appends_one_value_per_seed_with_json_keys(monkeypatch, tmp_path)
     assert first["settings"]["epochs"] == 100 and first["device"].startswith("cpu: ")
 
 
+def test_a_table_the_profile_leaves_out_is_announced_and_not_recorded(monkeypatch, tmp_path, capsys):
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    assert report.record("Table 2", {}, {"a": {"R@1": 61.0}}, cfg=CFG, seeds=[0], device="cpu") is None
+    assert capsys.readouterr().out == "Table 2: not part of the full profile\n"
+    assert not path.exists()
+
+
 def test_run_file_describes_the_run(tmp_path):
     recorded = tmp_path / "tables.jsonl"
     recorded.write_text(json.dumps({"table": "T", "seeds": [1], "device": "cpu: x", "settings": CFG,

@@ -1,0 +1,270 @@
+"""The plan a chapter prints before it works: what it downloads, on which device, how many trainings of how many
+steps, and about how long they take at the speed a short probe measures on this very device.
+
+    plan = dml_tutorial.plan.make("dcdl", cfg, device)   # the chapter's first cells
+    print(plan)
+    ...
+    plan.check()   # its last cell: the trainings it ran against the plan's count; an error if they differ
+
+The trainings are counted from the chapter's settings by one function per chapter (:data:`COUNTS`), each written
+next to the notebook's grids it mirrors. :meth:`Plan.check` compares that count with :data:`train.TRAININGS`, the
+record of every training the process ran, so that every executed notebook (CI's smoke runs included) tests it.
+
+The estimate is the probe's seconds per training step (the chapter's model at its batch shape, random inputs, a
+triplet loss, ``amp`` and ``channels_last`` as the profile says) times the planned steps. It leaves out the
+chapter's own loss (DCDL's Sinkhorn term: about 1.15x per step in the paper), the evaluations, and reading images
+from disk, which on Colab's two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the
+measured training time beside the estimate.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import torch
+
+from . import data, dcdl, ecaml, losses, models, noise, train
+from .data.download import SOURCES
+
+#: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
+TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10": 170_498_071,
+                     "cifar100": 169_001_437, "stl10": 2_640_397_119}
+#: Training images of the paper datasets' standard splits (class-disjoint for CUB, Cars196 and SOP).
+TRAIN_IMAGES = {"mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000, "stl10": 5_000, "cub200": 5_864,
+                "cars196": 8_054, "sop": 59_551}
+#: One input's shape by dataset; images read from disk are 224 px crops (:func:`data.image_transforms`).
+INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28),
+                "cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "stl10": (3, 32, 32), "subclusters": (2,)}
+
+
+@dataclass
+class Trainings:
+    """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``."""
+
+    section: str
+    runs: int
+    steps: int
+    batch: int
+    model: str
+    shape: tuple
+
+
+def _steps(cfg: dict, n_train: int, batch: int, epochs: int | None = None, batches: int | None = None) -> int:
+    """Steps of one run: epochs x (``batches_per_epoch``, or one pass: ``n_train // batch``, as PKSampler)."""
+    per_epoch = batches or cfg.get("batches_per_epoch") or max(1, n_train // batch)
+    return (cfg["epochs"] if epochs is None else epochs) * per_epoch
+
+
+def _shape(dataset: str) -> tuple:
+    return INPUT_SHAPES.get(dataset, (3, 224, 224))
+
+
+def _foundations(cfg, n_train):  # two grids of seeds: closed set (cell 14), zero-shot (cell 24)
+    batch, shape = cfg["p"] * cfg["k"], _shape(cfg["dataset"])
+    return [Trainings(s, cfg["n_seeds"], _steps(cfg, n_train, batch), batch, cfg["model"], shape)
+            for s in ("closed set", "zero-shot")]
+
+
+def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row), Table 3 (lambda)
+    pairs = noise.PAIRS.get(cfg["dataset"])
+    kept = [n for n in cfg["noise"] if n is None or n[0] == "symmetric" or pairs]
+    alone = [n for n in cfg["alone_noise"] if n is None or n[0] == "symmetric" or pairs]
+    classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg["dataset"]), cfg["n_seeds"]
+    local = cfg["locals"][0]
+    batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
+    out = [Trainings(f"Tables 1/4 ({name})", (1 + len(cfg["terms"])) * len(kept) * s,
+                     _steps(cfg, n_train, batches[name]), batches[name], cfg["model"], shape) for name in cfg["locals"]]
+    out.append(Trainings("Table 2", 5 * len(alone) * s, _steps(cfg, n_train, batches[None]), batches[None],
+                         cfg["model"], shape))
+    swept = sum(1 for term in cfg["terms"] for lam in cfg["lambdas"] if not (lam == dcdl.LAMBDA[term] and None in kept))
+    out.append(Trainings("Table 3", swept * s, _steps(cfg, n_train, batches[local]), batches[local], cfg["model"],
+                         shape))
+    return out
+
+
+def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Table 2 (dimension)
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    steps = _steps(cfg, n_train, batch)
+    lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]
+    dims = [d for d in cfg["dims"] if d != cfg["dim"]]
+    return [Trainings(name, runs * s, steps, batch, cfg["model"], shape) for name, runs in
+            (("Tables 4/5", 2 * len(cfg["locals"])), ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
+             ("Table 2", 2 * len(dims)))]
+
+
+def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Table 2, positives per class
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    odd = TRAIN_IMAGES.get(cfg["even_odd_dataset"], 1_797) * 6 // 10  # about the digits 0-5 (steps only)
+    sub = 4 * 3 * 100 // 2  # 4 classes x 3 modes x 100 samples, half for training
+    return [
+        Trainings("even/odd", 2 * s, _steps(cfg, odd, 2 * cfg["even_odd_k"], epochs=cfg["even_odd_epochs"]),
+                  2 * cfg["even_odd_k"], "convnet", _shape(cfg["even_odd_dataset"])),
+        Trainings("sub-clusters", 4 * len(cfg["subcluster_noise"]) * s,
+                  _steps({"epochs": 20}, sub, 64), 64, "mlp", (2,)),
+        Trainings("Table 2", 2 * len(cfg["losses"]) * s, _steps(cfg, n_train, batch), batch, cfg["model"], shape),
+        *[Trainings(f"positives per class (k = {k})", s, _steps(cfg, n_train, cfg["p"] * k,
+                                                                  batches=cfg["positives_batches"]),
+                    cfg["p"] * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
+    ]
+
+
+def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), Table 4 (number of clusters); batches of images + their views
+    steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
+    shape, s = _shape(cfg["dataset"]), cfg["n_seeds"]
+    return [Trainings(name, runs * s, steps, 2 * cfg["batch_size"], cfg["model"], shape)
+            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("Table 4", len(cfg["ks"])))]
+
+
+def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, pretrained start (eq. 20)
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
+    return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
+            (("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
+             ("pretrained start", (1 + noisy) * s))]
+
+
+#: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.
+COUNTS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _eps, "cbswr": _cbswr,
+          "noise_guarantees": _noise_guarantees}
+
+
+def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
+    """Training images of the chapter's main split: the paper datasets' standard sizes, else those of the
+    (offline, quick to load) dataset itself."""
+    if cfg["dataset"] in TRAIN_IMAGES:
+        return TRAIN_IMAGES[cfg["dataset"]]
+    split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
+    return len(data.load_dataset(cfg["dataset"], split=split, seen=cfg.get("seen") or range(6), root=root).train)
+
+
+def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, bool]]:
+    """What the chapter fetches when it is missing: ``[(what, bytes or None, already here)]`` for its datasets (EPS
+    also its even/odd one) and its backbone's ImageNet weights."""
+    out = []
+    for name in dict.fromkeys([cfg["dataset"], cfg.get("even_odd_dataset", cfg["dataset"])]):
+        if name in SOURCES:
+            source = SOURCES[name]
+            out.append((f"{name} ({source.url.split('/')[2]})", source.size, (Path(root) / source.folder).exists()))
+        elif name in TORCHVISION_BYTES:
+            here = name == "fashion_mnist" and Path(data.DEBIAN_FASHION_MNIST).exists()
+            out.append((f"{name} (torchvision)", TORCHVISION_BYTES[name], here or (Path(root) / name).exists()))
+    if cfg["model"] in models.BACKBONES:
+        import torchvision
+
+        weights = getattr(torchvision.models, models.BACKBONES[cfg["model"]][1]).DEFAULT
+        cached = Path(torch.hub.get_dir()) / "checkpoints" / weights.url.rsplit("/", 1)[-1]
+        out.append((f"{cfg['model']} ImageNet weights (torchvision)", int(weights.meta["_file_size"] * 2**20),
+                    cached.exists()))
+    return out
+
+
+def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool = False, channels_last: bool = False,
+          steps: int = 3, warmup: int = 1) -> float:
+    """Seconds per training step of ``model`` on ``device``: ``warmup`` then ``steps`` Adam steps of a
+    triplet loss on random inputs of ``batch`` x ``shape`` with labels in ``batch // 2`` classes."""
+    dev = train.resolve_device(device)
+    options = {"pretrained": False} if model in models.BACKBONES else {}  # the speed needs no trained weights
+    net = models.make_model(model, shape, dim, **options)
+    net.to(dev, memory_format=torch.channels_last if channels_last and len(shape) == 3 else torch.preserve_format)
+    optimizer = torch.optim.Adam(net.parameters(), lr=1e-4)
+    x = torch.randn(batch, *shape, device=dev)
+    y = torch.arange(batch, device=dev) % max(1, batch // 2)
+    amp_dtype = train.amp_precision(dev)
+    scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
+
+    def step():
+        with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
+            z = net(x)
+        loss = losses.triplet_loss(z.float(), y, margin=0.2)
+        optimizer.zero_grad(set_to_none=True)
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+
+    for _ in range(warmup):
+        step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    start = time.perf_counter()
+    for _ in range(steps):
+        step()
+    if dev.type == "cuda":
+        torch.cuda.synchronize(dev)
+    return (time.perf_counter() - start) / steps
+
+
+def _duration(seconds: float) -> str:
+    """``42 s``, ``3.5 min`` or ``1.2 h``."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    return f"{seconds / 60:,.1f} min" if seconds < 5400 else f"{seconds / 3600:,.1f} h"
+
+
+@dataclass
+class Plan:
+    """What :func:`make` found: the chapter's downloads, its trainings, the probe's speeds and the estimate."""
+
+    chapter: str
+    profile: str
+    device: str
+    downloads: list
+    trainings: list
+    seconds_per_step: dict = field(default_factory=dict)  # (model, batch, shape) -> seconds
+    start: int = 0  # len(train.TRAININGS) when the plan was made
+
+    @property
+    def runs(self) -> int:
+        return sum(t.runs for t in self.trainings)
+
+    def estimate(self) -> float:
+        """Estimated training seconds: every training's steps at the probe's seconds per step."""
+        return sum(t.runs * t.steps * self.seconds_per_step[(t.model, t.batch, t.shape)] for t in self.trainings
+                   if t.runs)
+
+    def __str__(self) -> str:
+        lines = [f"Plan of the {self.chapter} chapter, {self.profile} profile, on {self.device}", "Downloads:"]
+        lines += [f"  {what}: {'?' if size is None else f'{size / 1e6:,.0f} MB'}"
+                  f"{' (already here)' if here else ''}" for what, size, here in self.downloads] or ["  none"]
+        lines.append(f"Trainings: {self.runs}")
+        for t in self.trainings:
+            if t.runs:
+                sec = self.seconds_per_step[(t.model, t.batch, t.shape)]
+                lines.append(f"  {t.section}: {t.runs} x {t.steps:,} steps of {t.batch} inputs ({t.model}, "
+                             f"{sec * 1e3:,.1f} ms per step)")
+        lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; the chapter's "
+                     "own loss, evaluations and reading images from disk come on top)")
+        return "\n".join(lines)
+
+    def check(self) -> str:
+        """The trainings run since the plan was made (:data:`train.TRAININGS`, cached runs included) against the
+        plan's count; raises ``AssertionError`` if they differ, else returns the comparison of the times."""
+        ran = train.TRAININGS[self.start:]
+        cached = sum(1 for r in ran if r["cached"])
+        if len(ran) != self.runs:
+            raise AssertionError(f"the plan counts {self.runs} trainings, the notebook ran {len(ran)}: update "
+                                 f"dml_tutorial.plan.COUNTS[{self.chapter!r}] to match the chapter's grids")
+        seconds = sum(r["seconds"] for r in ran)
+        return (f"{len(ran)} trainings as planned ({cached} loaded from the cache): {_duration(seconds)} of "
+                f"training, estimated {_duration(self.estimate())}")
+
+
+def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: int | None = None) -> Plan:
+    """The plan of ``chapter`` under ``cfg`` (:func:`dml_tutorial.profiles.settings`) on ``device``: downloads,
+    trainings (:data:`COUNTS`) and one probe (:func:`probe`) per distinct model and batch shape."""
+    if chapter not in COUNTS:
+        raise ValueError(f"no plan for chapter {chapter!r}; chapters with a plan: {', '.join(COUNTS)}")
+    dev = train.resolve_device(device)
+    trainings = COUNTS[chapter](cfg, n_train if n_train is not None else train_images(cfg, root))
+    threads = torch.get_num_threads()
+    name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {threads} thread{'s' * (threads > 1)}"
+    plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings, start=len(train.TRAININGS))
+    for t in trainings:
+        key = (t.model, t.batch, t.shape)
+        if t.runs and key not in plan.seconds_per_step:
+            image = len(t.shape) == 3 and t.shape[-1] >= 32
+            plan.seconds_per_step[key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
+                                               else 2, dev, amp=cfg.get("amp", False) and image,
+                                               channels_last=cfg.get("channels_last", False) and image)
+    return plan

@@ -1,0 +1,125 @@
+"""The plan a chapter prints first: the record of trainings it is checked against, the downloads it lists, the
+probe it times, and that the check fails when a notebook's grids and the plan's count disagree. (That the count
+matches each chapter's real grids is checked by the chapters themselves: their last cell runs ``Plan.check`` in
+every execution, nbval's included, and the full/colab dry runs in test_full_profile.py.)"""
+
+import json
+import math
+
+import numpy as np
+import pytest
+import torch
+from conftest import ROOT
+
+from dml_tutorial import clustering, data, ecaml, experiment, losses, models, plan, profiles, sampling, train
+
+
+def test_fit_records_each_training_with_its_steps():
+    s = data.load_dataset("digits", split="samples")
+    before = len(train.TRAININGS)
+    train.fit(models.MLP(64, dim=8), lambda z, y: losses.triplet_loss(z, y), s.train, epochs=3, progress=False,
+              sampler=sampling.PKSampler(s.train.labels, 5, 8, batches_per_epoch=4), description="three epochs")
+    (record,) = train.TRAININGS[before:]
+    assert record["description"] == "three epochs" and record["steps"] == 3 * 4 and not record["cached"]
+    assert record["seconds"] > 0
+
+
+def test_unsupervised_training_is_recorded_too():
+    s = data.load_dataset("mnist1d", split="classes", seen=range(6))
+    cfg = {**profiles.settings("cbswr", "smoke"), "epochs": 1, "batch_size": 128, "threads": 1}
+    before = len(train.TRAININGS)
+    clustering.train_and_retrieve(s, "SME", cfg)
+    (record,) = train.TRAININGS[before:]
+    assert record["steps"] == math.ceil((len(s.train) - 1) / 128)  # every batch of images and their views
+
+
+def test_runs_loaded_from_a_grids_cache_are_recorded_as_cached(tmp_path):
+    def run(seed):
+        train.record_training("fake", 1, 0.0)  # what a real run's fit records
+        return experiment.Run({"R@1": 0.5}, torch.zeros(2, 2), train.History())
+
+    experiment.grid({"row": {}}, [0, 1], run, cache=tmp_path)
+    before = len(train.TRAININGS)
+    experiment.grid({"row": {}}, [0, 1], run, cache=tmp_path)
+    assert [r["cached"] for r in train.TRAININGS[before:]] == [True, True]
+
+
+def _plan(runs):
+    return plan.Plan("dcdl", "smoke", "CPU", [], [plan.Trainings("Table 1", runs, 10, 4, "mlp", (2,))],
+                     {("mlp", 4, (2,)): 0.5}, start=len(train.TRAININGS))
+
+
+def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
+    p = _plan(runs=2)
+    assert p.estimate() == 2 * 10 * 0.5
+    train.record_training("one", 10, 3.0)
+    with pytest.raises(AssertionError, match=r"the plan counts 2 trainings, the notebook ran 1: update "
+                                             r"dml_tutorial.plan.COUNTS\['dcdl'\]"):
+        p.check()
+    train.record_training("two", 0, 0.0, cached=True)
+    assert p.check() == "2 trainings as planned (1 loaded from the cache): 3 s of training, estimated 10 s"
+    train.record_training("three", 10, 3.0)
+    with pytest.raises(AssertionError, match="counts 2 trainings, the notebook ran 3"):
+        p.check()
+
+
+def test_durations_read_in_the_unit_that_fits():
+    assert [plan._duration(s) for s in (42, 600, 7200)] == ["42 s", "10.0 min", "2.0 h"]
+
+
+def test_probe_times_a_training_step_of_the_model():
+    seconds = plan.probe("mlp", (1, 8, 8), 32, 16, "cpu", steps=2)
+    assert 0 < seconds < 10
+    assert plan.probe("convnet", (1, 28, 28), 16, 16, "cpu", steps=1, amp=True) > 0  # bfloat16 autocast on CPU
+
+
+def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
+    probed = []
+    monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(
+        (model, batch)) or 0.01)
+    cfg = profiles.settings("ecaml", "smoke")
+    p = plan.make("ecaml", cfg, "cpu", n_train=1_000)
+    assert probed == [("mlp", cfg["p"] * cfg["k"])]  # four sections of one shape: one probe
+    lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]  # its own: Table 4's
+    expected = cfg["n_seeds"] * (2 * len(cfg["locals"]) + len(lambdas) + len(cfg["dropouts"]) + 2 * (len(cfg["dims"]) - 1))
+    assert p.runs == expected
+    steps = cfg["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))
+    assert p.estimate() == pytest.approx(expected * steps * 0.01)
+    text = str(p)
+    assert "Plan of the ecaml chapter, smoke profile, on CPU" in text and f"Trainings: {expected}" in text
+    assert "Downloads:\n  none" in text
+    with pytest.raises(ValueError, match="no plan for chapter 'loss_zoo'"):
+        plan.make("loss_zoo", cfg)
+
+
+def test_downloads_list_the_dataset_and_the_backbone_weights_and_what_is_already_here(tmp_path, monkeypatch):
+    monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
+    cfg = profiles.settings("ecaml", "colab")
+    (cub, cub_bytes, cub_here), (weights, weights_bytes, weights_here) = plan.downloads(cfg, root=tmp_path)
+    assert cub.startswith("cub200") and cub_bytes == data.download.SOURCES["cub200"].size and not cub_here
+    assert weights.startswith("googlenet ImageNet weights") and 40e6 < weights_bytes < 60e6 and not weights_here
+    (tmp_path / "CUB_200_2011").mkdir()
+    (tmp_path / "hub" / "checkpoints").mkdir(parents=True)
+    (tmp_path / "hub" / "checkpoints" / "googlenet-1378be20.pth").touch()
+    assert [here for _, _, here in plan.downloads(cfg, root=tmp_path)] == [True, True]
+    eps = plan.downloads(profiles.settings("eps", "colab"), root=tmp_path)
+    assert [what.split()[0] for what, _, _ in eps] == ["cub200", "mnist", "resnet50"]  # even/odd on MNIST
+    assert plan.downloads(profiles.settings("dcdl", "smoke"), root=tmp_path) == []  # scikit-learn's digits
+
+
+@pytest.mark.parametrize("chapter", sorted(plan.COUNTS))
+def test_every_colab_profile_trains_its_central_comparison_within_its_budget(chapter):
+    """The colab profile's estimated T4 time (profiles.T4_ESTIMATE: the H100's measured speed divided by 9) stays
+    within the training budget, and it trains at least one pair of runs."""
+    cfg = profiles.settings(chapter, "colab")
+    h100 = {r["model"]: r for r in json.loads((ROOT / "benchmarks/results/train_step_cuda.json").read_text())["rows"]}
+    trainings = plan.COUNTS[chapter](cfg, plan.TRAIN_IMAGES[cfg["dataset"]])
+    assert sum(t.runs for t in trainings) >= 2
+    slower = profiles.T4_ESTIMATE["slower_than_h100"]
+    images = {t.model: 0 for t in trainings}
+    for t in trainings:
+        images[t.model] += t.runs * t.steps * t.batch
+    minutes = sum(n / (h100[m]["bf16_channels_last_images_per_s" if cfg.get("amp") else "fp32_images_per_s"] / slower)
+                  for m, n in images.items() if m in h100) / 60
+    assert minutes <= profiles.T4_ESTIMATE["training_minutes"], f"{minutes:.0f} min"
+    assert np.isfinite(minutes)
