@@ -12,9 +12,10 @@ record of every training the process ran, so that every executed notebook (CI's 
 
 The estimate is the probe's seconds per training step (the chapter's model at its batch shape, random inputs, a
 triplet loss, ``amp`` and ``channels_last`` as the profile says) times the planned steps. It leaves out the
-chapter's own loss (DCDL's Sinkhorn term: about 1.15x per step in the paper), the evaluations, and reading images
-from disk, which on Colab's two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the
-measured training time beside the estimate.
+chapter's own loss (DCDL's Sinkhorn and GeomLoss terms: most of a step next to the smoke profile's MLP, about 15%
+next to VGG-9, benchmarks/bench_discrepancy.py), the evaluations, and reading images from disk, which on Colab's
+two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the measured training time
+beside the estimate.
 """
 
 from __future__ import annotations
@@ -61,7 +62,7 @@ def _shape(dataset: str) -> tuple:
     return INPUT_SHAPES.get(dataset, (3, 224, 224))
 
 
-def _foundations(cfg, n_train):  # two grids of seeds: closed set (cell 14), zero-shot (cell 24)
+def _foundations(cfg, n_train):  # one training per seed, closed set then zero-shot
     batch, shape = cfg["p"] * cfg["k"], _shape(cfg["dataset"])
     return [Trainings(s, cfg["n_seeds"], _steps(cfg, n_train, batch), batch, cfg["model"], shape)
             for s in ("closed set", "zero-shot")]
@@ -117,7 +118,7 @@ def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), Table 4 (number of clusters)
             for name, runs in (("Tables 1-2", len(cfg["methods"])), ("Table 4", len(cfg["ks"])))]
 
 
-def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, pretrained start (eq. 20)
+def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
     return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in

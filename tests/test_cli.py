@@ -20,7 +20,8 @@ if FAIL:
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
 report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
               device="cpu")
-report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {}, cfg=cfg, seeds=[SEED], device="cpu")
+report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
+              device="cpu")
 import matplotlib.pyplot as plt
 report.record_figure(plt.subplots()[0], "toy figure")"""
 
@@ -124,7 +125,7 @@ def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
     ("chapter: nope\ngrid: {SEED: [0]}\n", "unknown chapter 'nope'"),
     ("chapter: toy\ngrid: {SEED: []}\n", "'grid' must map each parameter to a non-empty list"),
     ("chapter: toy\ngrid: {EPOCHS: [1]}\n", "has no parameter 'EPOCHS'"),
-    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'auto' or one of smoke, fashion, full, got 'huge'"),
+    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'auto' or one of smoke, fashion, colab, full, got 'huge'"),
     ("chapter: toy\ngrids: {SEED: [0]}\n", "a sweep file is a mapping with 'chapter' and 'grid'"),
 ])
 def test_bad_sweep_files_are_one_clear_message(folder, capsys, text, message):
