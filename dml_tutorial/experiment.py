@@ -29,7 +29,7 @@ from tqdm import tqdm
 from . import augment, evidence, metrics, models, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
-from .data import ArrayDataset, input_shape
+from .data import ArrayDataset, input_shape, stack
 
 
 @dataclass
@@ -131,8 +131,7 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     train_set = corrupt(splits.train, noise, seed, pairs) if probe else splits.train
     if kind == "raw input":
         def encode(data):
-            x = data.batch(np.arange(len(data))) if isinstance(data, ArrayDataset) else \
-                torch.stack([data[i][0] for i in range(len(data))])
+            x = stack(data, np.arange(len(data)))
             return torch.nn.functional.normalize(x.flatten(1).float(), dim=1)
     else:
         train.seed_everything(seed, threads=cfg.get("threads"))

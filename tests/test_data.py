@@ -265,3 +265,18 @@ def test_the_installed_fashion_mnist(tmp_path):
     assert (np.bincount(closed.train.labels) == 6000).all() and (np.bincount(closed.test.labels) == 1000).all()
     disjoint = data.load_dataset("fashion_mnist", root=tmp_path, download=False)
     assert (len(disjoint.train), len(disjoint.test)) == (30000, 5000)
+
+
+def test_stack_gives_the_same_batch_for_data_in_memory_and_read_one_by_one():
+    digits = data.load_dataset("digits", split="samples").train
+    idx = np.array([5, 0, 17])
+
+    class OneByOne(torch.utils.data.Dataset):  # a dataset without .batch, as images read from disk are
+        def __len__(self):
+            return len(digits)
+
+        def __getitem__(self, i):
+            return digits.batch([i])[0], digits.labels[i]
+
+    assert torch.equal(data.stack(digits, idx), digits.batch(idx))
+    assert torch.equal(data.stack(OneByOne(), idx), digits.batch(idx))

@@ -35,6 +35,7 @@ from .core import (
     input_shape,
     split_by_class,
     split_by_sample,
+    stack,
 )
 from .fashion import DEBIAN_FASHION_MNIST, FASHION_MNIST_SEEN, FASHION_MNIST_SHA256, fashion_mnist
 from .from_torchvision import (
@@ -94,6 +95,7 @@ __all__ = [
     "sop",
     "split_by_class",
     "split_by_sample",
+    "stack",
     "stl10",
     "subclusters",
 ]

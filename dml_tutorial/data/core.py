@@ -85,6 +85,14 @@ class ImageListDataset(torch.utils.data.Dataset):
                        extras={k: np.asarray(v)[mask] for k, v in self.extras.items()})
 
 
+def stack(dataset, indices) -> torch.Tensor:
+    """The inputs of ``dataset`` at ``indices`` as one tensor ``[n, ...]``: an in-memory dataset's batch, or the
+    images of a dataset read from disk, one by one through its transform."""
+    if isinstance(dataset, ArrayDataset):
+        return dataset.batch(np.asarray(indices))
+    return torch.stack([dataset[int(i)][0] for i in indices])
+
+
 def input_shape(dataset) -> tuple:
     """The shape of one model input: an in-memory dataset's sample shape, or (3, 224, 224) for images read from
     disk (the pretrained backbones' input after :func:`image_transforms`)."""
