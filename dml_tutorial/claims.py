@@ -22,6 +22,7 @@ from scipy import stats
 
 from . import evidence
 from .experiment import REFERENCES  # the reference rows every main table carries
+from .plots import label_tex
 
 
 @dataclass(frozen=True)
@@ -137,6 +138,7 @@ def markdown(frame: pd.DataFrame) -> str:
     for r in frame.to_dict("records"):
         paper = "direction only" if r["paper"] is None or pd.isna(r["paper"]) else f"{r['paper']:+.1f}"
         q = "" if pd.isna(r["q (BH)"]) else f"{r['q (BH)']:.2f}"
-        lines.append(f"| {r['claim']} | {r['ours']:+.1f} ({r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds) | "
+        ours = f"{r['ours']:+.1f} ({r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds)"
+        lines.append(f"| {label_tex(r['claim'])} | {ours} | "
                      f"{paper} | **{r['verdict']}** | {q} | {r['reason']} |")
     return "\n".join(lines)

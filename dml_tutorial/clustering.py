@@ -1,5 +1,5 @@
 """Unsupervised deep metric learning with deep clustering (Nguyen et al., *Deep Metric Learning Meets Deep
-Clustering: An Novel Unsupervised Approach for Feature Embedding*, BMVC 2020; paper 001) and its baseline SME
+Clustering: An Novel Unsupervised Approach for Feature Embedding*, BMVC 2020) and its baseline SME
 (Ye et al. 2019, instance-wise softmax embedding).
 
 No labels: each image I_i of a batch comes with an augmented view Î_i, and a clustering of the batch supplies
@@ -47,6 +47,14 @@ def _entropy(p: torch.Tensor) -> torch.Tensor:
     return -(p * torch.log(p.clamp(min=1e-12))).sum(-1)
 
 
+def rim_entropies(logits: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The two entropies of the RIM loss (eq. 2-3) for a batch's cluster logits, y_i = softmax(logits_i):
+    H(Y), the entropy of the batch's mean assignment (log K when the clusters are used equally, 0 when one
+    takes all), and H(Y|X), the mean over samples of each assignment's entropy (0 when every one is confident)."""
+    y = logits.softmax(dim=1)
+    return _entropy(y.mean(0)), _entropy(y).mean()
+
+
 def rim_loss(logits: torch.Tensor, lam: float = 1.0, l2: float = 0.0, params=(), code_variant: bool = False):
     """Eq. 1-3: ``l2 * ||theta||^2 - lam * [H(mean_i y_i) - mean_i h(y_i)]`` with y_i = softmax(logits_i).
 
@@ -54,10 +62,9 @@ def rim_loss(logits: torch.Tensor, lam: float = 1.0, l2: float = 0.0, params=(),
     assignment confident. ``params`` are the classifier's (theta) for the l2 term. ``code_variant=True`` divides
     both entropies by log K, so each lies in [0, 1]: close to the authors' released code, which divides the
     marginal entropy by log K and the conditional one by log N."""
-    y = logits.softmax(dim=1)
-    h_marginal, h_conditional = _entropy(y.mean(0)), _entropy(y).mean()
+    h_marginal, h_conditional = rim_entropies(logits)
     if code_variant:
-        h_marginal, h_conditional = h_marginal / np.log(y.shape[1]), h_conditional / np.log(y.shape[1])
+        h_marginal, h_conditional = h_marginal / np.log(logits.shape[1]), h_conditional / np.log(logits.shape[1])
     reg = sum((p ** 2).sum() for p in params) if l2 else 0.0
     return l2 * reg - lam * (h_marginal - h_conditional)
 
@@ -84,29 +91,40 @@ def reconstruction_loss(images: torch.Tensor, reconstructions: torch.Tensor, ass
     return (per_image.mean(1) if pixels == "mean" else per_image.sum(1)).mean()
 
 
-def center_softmax_loss(f: torch.Tensor, f_hat: torch.Tensor, centroids: torch.Tensor, present: torch.Tensor,
-                        assignments: torch.Tensor, tau: float = TAU) -> torch.Tensor:
-    """Eq. 9, summed over the samples: for anchor f_i (unit norm) of cluster q, its augmented view f̂_i and the
-    centroid embeddings c_k of the non-empty clusters,
+def center_softmax_loss(
+    f: torch.Tensor,
+    f_hat: torch.Tensor,
+    centroids: torch.Tensor,
+    present: torch.Tensor,
+    assignments: torch.Tensor,
+    tau: float = TAU,
+) -> torch.Tensor:
+    """Eq. 9, summed over the samples: for anchor f_i (unit norm) of cluster q, its
+    augmented view f̂_i and the centroid embeddings c_k of the non-empty clusters,
 
-        -log l(I_i, Î_i) = -f_i.f̂_i / tau + log sum_{k != q} exp(f_i.c_k / tau)                       (eq. 6)
-        -log l(I_i, c_j) = -log(1 - softmax_k(f_i.c_k / tau)_j),  for every non-empty j != q              (eq. 7)
+        -log l(I_i, Î_i) = -f_i.f̂_i / tau + log sum_{k != q} exp(f_i.c_k / tau) (eq. 6)
+        -log l(I_i, c_j) = -log(1 - softmax_k(f_i.c_k / tau)_j)               (eq. 7)
+                           for every non-empty j != q
 
-    Both are computed in log space (eq. 7 as logsumexp over k != j minus logsumexp over all k), so a confident
-    softmax gives a large finite loss, not inf."""
+    Both are computed in log space (eq. 7 as logsumexp over k != j minus logsumexp over
+    all k), so a confident softmax gives a large finite loss, not inf."""
     s = f @ centroids.T / tau
     s = s.masked_fill(~present[None, :], float("-inf"))
     own = F.one_hot(assignments, len(present)).bool()
     others = s.masked_fill(own, float("-inf"))
     has_other = (present[None, :] & ~own).any(1)
     pull = -(f * f_hat).sum(1) / tau
-    push = torch.where(has_other, torch.logsumexp(others, dim=1), torch.zeros_like(pull))
+    push = torch.where(
+        has_other, torch.logsumexp(others, dim=1), torch.zeros_like(pull)
+    )
     log_all = torch.logsumexp(s, dim=1, keepdim=True)
     # log(1 - p_j) = logsumexp_{k != j} s_k - logsumexp_k s_k, for every j at once
     eye = torch.eye(len(present), dtype=torch.bool, device=f.device)
-    without_j = torch.logsumexp(s[:, None, :].masked_fill(eye[None], float("-inf")), dim=2)
+    without_j = torch.logsumexp(
+        s[:, None, :].masked_fill(eye[None], float("-inf")), dim=2
+    )
     log_one_minus = without_j - log_all
-    terms = (present[None, :] & ~own & has_other[:, None])
+    terms = present[None, :] & ~own & has_other[:, None]
     eq7 = -(log_one_minus.masked_fill(~terms, 0.0)).sum(1)
     return (pull + push + eq7).sum()
 
@@ -201,7 +219,9 @@ class CBSwR(nn.Module):
             recon = images.new_zeros((self.k, *images.shape[1:])).index_copy(0, idx, self.decoder(r[idx]))
             parts["rec"] = reconstruction_loss(images, recon, assign)
         total = beta * parts["rim"] + alpha * parts.get("metric", 0.0) + gamma * parts.get("rec", 0.0)
-        return total, {name: v.item() for name, v in parts.items()} | {"clusters": int(present.sum())}
+        h_marginal, h_conditional = rim_entropies(logits.detach())
+        return total, {name: v.item() for name, v in parts.items()} | {
+            "clusters": int(present.sum()), "H(Y)": h_marginal.item(), "H(Y|X)": h_conditional.item()}
 
 
 class SME(nn.Module):

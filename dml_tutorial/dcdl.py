@@ -54,14 +54,22 @@ def label(local: str | None, term: str | None = None, lam: float | None = None) 
     return " + ".join(parts)
 
 
-def dcdl_loss(local: str | None = "trip", term: str | None = "W", lam: float | None = None):
-    """``loss(z, y) = L_Local(z, y) + lam * L^term(z, y)`` (eq. 5) for ``local`` in :data:`LOCAL_LOSSES` (or
-    ``None``: the term alone) and ``term`` in :data:`TERMS` (or ``None``: the local loss alone). ``lam``
-    defaults to the paper's value (:data:`LAMBDA`); with no local loss, to 1 (supplement Table 2)."""
+def dcdl_loss(
+    local: str | None = "trip", term: str | None = "W", lam: float | None = None
+):
+    """``loss(z, y) = L_Local(z, y) + lam * L^term(z, y)`` (eq. 5) for ``local`` in
+    :data:`LOCAL_LOSSES` (or ``None``: the term alone) and ``term`` in :data:`TERMS` (or
+    ``None``: the local loss alone). ``lam`` defaults to the paper's value
+    (:data:`LAMBDA`); with no local loss, to 1 (supplement Table 2)."""
     if local is not None and local not in LOCAL_LOSSES:
-        raise ValueError(f"unknown local loss {local!r}; choose one of {sorted(LOCAL_LOSSES)} or None")
+        raise ValueError(
+            f"unknown local loss {local!r}; "
+            f"choose one of {sorted(LOCAL_LOSSES)} or None"
+        )
     if term is not None and term not in TERMS:
-        raise ValueError(f"unknown class-wise term {term!r}; choose one of {sorted(TERMS)} or None")
+        raise ValueError(
+            f"unknown class-wise term {term!r}; choose one of {sorted(TERMS)} or None"
+        )
     if local is None and term is None:
         raise ValueError("dcdl_loss needs a local loss, a class-wise term or both")
     if lam is None:
@@ -70,9 +78,16 @@ def dcdl_loss(local: str | None = "trip", term: str | None = "W", lam: float | N
         raise ValueError(f"lam must be non-negative, got {lam}")
     from .objective import Objective  # objective reads this module's TERMS
 
-    terms = {term: partial(classwise_discrepancy, **TERMS[term])} if term else {}  # read now: TERMS may be edited
-    return Objective(label(local) if local else "none", LOCAL_LOSSES.get(local), {term: lam} if term else {},
-                     label(local, term, lam).replace(" ", ""), term_fns=terms, layer_only=())
+    # read TERMS now: a reader may edit it later
+    terms = {term: partial(classwise_discrepancy, **TERMS[term])} if term else {}
+    return Objective(
+        label(local) if local else "none",
+        LOCAL_LOSSES.get(local),
+        {term: lam} if term else {},
+        label(local, term, lam).replace(" ", ""),
+        term_fns=terms,
+        layer_only=(),
+    )
 
 
 def _rows(columns, table):

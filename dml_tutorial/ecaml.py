@@ -45,27 +45,46 @@ def label(local: str, lam: float | None = None) -> str:
     return f"ECAML({short})" + ("" if lam is None or lam == LAMBDA[local] else f", λ={lam:g}")
 
 
-def ecaml_loss(local: str = "binomial", lam: float | None = None, log: bool = True, reduction: str = "mean",
-               fc_only: bool = True, fc_unit_norm: float = 0.0):
-    """``loss(z, y, batch) = L_m(z, y) + lam * EC`` for ``train.fit`` (which passes ``batch.x`` and
-    ``batch.model``). ``lam`` defaults to the paper's (:data:`LAMBDA`); ``log``: eq. 11 (True) or eq. 7;
-    ``reduction``: "mean" over the class pairs (lambda independent of the classes per batch) or "sum" (the
-    equations as printed); ``fc_only``: EC reaches the embedding layer only (the paper) or the whole network;
-    ``fc_unit_norm``: the released code's extra ``fc_unit_norm * unit_norm_rows(embedding weight)`` (0.5 there; 0,
-    the paper, by default)."""
+def ecaml_loss(
+    local: str = "binomial",
+    lam: float | None = None,
+    log: bool = True,
+    reduction: str = "mean",
+    fc_only: bool = True,
+    fc_unit_norm: float = 0.0,
+):
+    """``loss(z, y, batch) = L_m(z, y) + lam * EC`` for ``train.fit`` (which passes
+    ``batch.x`` and ``batch.model``). ``lam`` defaults to the paper's (:data:`LAMBDA`);
+    ``log``: eq. 11 (True) or eq. 7; ``reduction``: "mean" over the class pairs (lambda
+    independent of the classes per batch) or "sum" (the equations as printed);
+    ``fc_only``: EC reaches the embedding layer only (the paper) or the whole network;
+    ``fc_unit_norm``: the released code's extra ``fc_unit_norm *
+    unit_norm_rows(embedding weight)`` (0.5 there; 0, the paper, by default)."""
     if local not in LOCAL_LOSSES:
-        raise ValueError(f"unknown metric loss {local!r}; choose one of {sorted(LOCAL_LOSSES)}")
+        raise ValueError(
+            f"unknown metric loss {local!r}; choose one of {sorted(LOCAL_LOSSES)}"
+        )
     lam = LAMBDA[local] if lam is None else float(lam)
     if lam < 0 or fc_unit_norm < 0:
-        raise ValueError(f"lam and fc_unit_norm must be non-negative, got {lam} and {fc_unit_norm}")
-    ec = Objective(NAMES[local], LOCAL_LOSSES[local], {"energy_confusion": lam}, label(local, lam),
-                   term_fns={"energy_confusion": partial(energy_confusion, log=log, reduction=reduction)},
-                   layer_only={"energy_confusion"} if fc_only else ())  # fc_only: the pass that made z, from fc on
+        raise ValueError(
+            f"lam and fc_unit_norm must be non-negative, got {lam} and {fc_unit_norm}"
+        )
+    ec_term = partial(energy_confusion, log=log, reduction=reduction)
+    ec = Objective(
+        NAMES[local],
+        LOCAL_LOSSES[local],
+        {"energy_confusion": lam},
+        label(local, lam),
+        term_fns={"energy_confusion": ec_term},
+        # fc_only: EC's gradient reaches the embedding layer only (a pass from fc on)
+        layer_only={"energy_confusion"} if fc_only else (),
+    )
     if fc_unit_norm == 0:
         return ec
 
-    def loss(z, y, batch):  # the released code's extra penalty on the embedding layer's weights
-        return ec(z, y, batch) + fc_unit_norm * unit_norm_rows(batch.model.embedding.weight)
+    def loss(z, y, batch):  # the released code's penalty on the embedding weights
+        penalty = unit_norm_rows(batch.model.embedding.weight)
+        return ec(z, y, batch) + fc_unit_norm * penalty
 
     loss.__name__ = ec.__name__
     return loss

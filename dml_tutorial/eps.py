@@ -1,5 +1,5 @@
-"""Class collapse and easy positive sampling (Levi et al., *Reducing Class Collapse in Metric Learning with Easy
-Positive Sampling*, paper 002).
+"""Class collapse and easy positive sampling (*Reducing Class Collapse in Metric Learning with Easy
+Positive Sampling*, Levi et al. 2020).
 
 Under label noise, the minimisers of the triplet and margin losses put every sample of a class on one point
 (Theorems 1-2). EPS (section 4.3) pulls each anchor only toward its *nearest* same-class sample of the batch,

@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import augment, evidence, metrics, models, sampling, train
+from . import augment, evidence, metrics, models, objective, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
@@ -167,7 +167,7 @@ def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,),
 
 def subsample(dataset, fraction: float, seed: int = 0):
     """A random ``fraction`` of the samples (at least two per class kept where a class has them): the
-    "topline" of paper 004, section 6.1, trained on the 1 - p clean samples that noise rate p leaves correct."""
+    "topline" of Le & Odobez 2018, section 6.1, trained on the 1 - p clean samples that noise rate p leaves correct."""
     if not 0 < fraction <= 1:
         raise ValueError(f"fraction must lie in (0, 1], got {fraction}")
     if fraction == 1:
@@ -203,7 +203,10 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     with as many clusters as test classes).
 
     - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch,
-      on at most :data:`CURVE_SAMPLES` samples of each split (:func:`_curve_subset`);
+      on at most :data:`CURVE_SAMPLES` samples of each split (:func:`_curve_subset`), and for an objective of
+      several terms (:class:`~dml_tutorial.objective.Objective`) each term's value and its weighted gradient
+      norm at the embedding layer, "<term>" and "|grad| <term>", on one fixed P x K batch of the training data
+      (:func:`dml_tutorial.objective.term_pulls`);
     - ``noise`` corrupts the training labels as in :func:`corrupt`; ``fraction`` keeps only that random fraction
       of the training samples (:func:`subsample`); both follow ``seed``;
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
@@ -211,12 +214,22 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
     workers = cfg.get("workers", 0)
 
-    def evaluate(model):
-        return {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
-                "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
-                                                  (1,))[1]}
-
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
+    probe = None
+    if curves and len(getattr(loss_fn, "weights", {})) > 0:  # a local loss and class-wise terms: how each pulls
+        batch = next(iter(sampling.PKSampler(data.labels, p=p, k=k, seed=seed + 1)))
+        probe = stack(data, batch), torch.as_tensor(np.asarray(data.labels)[batch])
+
+    def evaluate(model):
+        out = {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
+               "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
+                                                 (1,))[1]}
+        if probe is not None:
+            dev = next(model.parameters()).device
+            for term, pull in objective.term_pulls(loss_fn, model, probe[0].to(dev), probe[1].to(dev)).items():
+                out.update({term: pull["value"], f"|grad| {term}": pull["grad"]})
+        return out
+
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
     z_train = train.embed(model, splits.train, num_workers=workers)

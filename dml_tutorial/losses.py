@@ -18,35 +18,51 @@ def _zero(z: torch.Tensor) -> torch.Tensor:
     return z.sum() * 0.0
 
 
-def triplet_loss(embeddings, labels, margin: float = 0.2, squared: bool = False, positives: str = "all",
-                 negatives: str = "semihard-random", generator: torch.Generator | None = None,
-                 reduction: str = "mean") -> torch.Tensor:
-    """Triplet loss (Schroff et al. 2015; paper 004 eq. 3): [d(a, p) - d(a, n) + margin]_+ over the sampled
-    triplets, averaged.
+def triplet_loss(
+    embeddings,
+    labels,
+    margin: float = 0.2,
+    squared: bool = False,
+    positives: str = "all",
+    negatives: str = "semihard-random",
+    generator: torch.Generator | None = None,
+    reduction: str = "mean",
+) -> torch.Tensor:
+    """Triplet loss (Schroff et al. 2015; Le & Odobez 2018, eq. 3): [d(a, p) - d(a, n) +
+    margin]_+ over the sampled triplets, averaged.
 
-    ``squared`` picks d = ||.||^2 (DCDL: squared with margin tau = 0.5) or d = ||.|| (paper 004: alpha = 0.2;
-    ECAML: m = 0.1). ``reduction="mean"``: the mean over the sampled triplets, those with zero loss included;
-    ``"pairs"``: the sum over the triplets divided by the number of positive pairs before mining (a pair for which
-    the strategy finds no negative counts as a zero), the 1/|S| of paper 004's empirical risk (eq. 4), which
-    weighs every mining strategy's batch alike. ``positives`` / ``negatives``: see
-    :func:`dml_tutorial.sampling.positive_pairs` and ``mine_negatives``."""
+    ``squared`` picks d = ||.||^2 (DCDL: squared with margin tau = 0.5) or d = ||.|| (Le
+    & Odobez 2018: alpha = 0.2; ECAML: m = 0.1). ``reduction="mean"``: the mean over the
+    sampled triplets, those with zero loss included; ``"pairs"``: the sum over the
+    triplets divided by the number of positive pairs before mining (a pair for which the
+    strategy finds no negative counts as a zero), the 1/|S| of Le & Odobez's empirical
+    risk (eq. 4), which weighs every mining strategy's batch alike. ``positives`` /
+    ``negatives``: see :func:`dml_tutorial.sampling.positive_pairs` and
+    ``mine_negatives``."""
     check_choice(reduction, ("mean", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
     dist = pairwise_distances(z, squared=squared)
     a, p = positive_pairs(dist, y, positives, generator)
     pairs = len(a)
-    mining_dist = dist if negatives != "distance" or not squared else pairwise_distances(z.detach())
-    a, p, n = mine_negatives(mining_dist, y, a, p, negatives, margin, generator, dim=z.shape[1])
+    mining_dist = dist
+    if negatives == "distance" and squared:  # distance-weighted sampling reads plain d
+        mining_dist = pairwise_distances(z.detach())
+    a, p, n = mine_negatives(
+        mining_dist, y, a, p, negatives, margin, generator, dim=z.shape[1]
+    )
     if len(a) == 0:
         return _zero(z)
     hinge = torch.relu(dist[a, p] - dist[a, n] + margin)
     return hinge.mean() if reduction == "mean" else hinge.sum() / pairs
 
 
-def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) -> torch.Tensor:
-    """Marginal loss of paper 004 (eq. 2; Wu et al. 2017 with a fixed beta): mean over all pairs i < j of
-    [(d_ij - beta) t_ij + alpha]_+ with t_ij = +1 for a same-class pair and -1 otherwise, d the plain Euclidean
-    distance. Defaults alpha = 0.2, beta = 1.4 (paper 004, section 6)."""
+def contrastive_loss(
+    embeddings, labels, alpha: float = 0.2, beta: float = 1.4
+) -> torch.Tensor:
+    """Marginal loss of Le & Odobez 2018 (eq. 2; Wu et al. 2017 with a fixed beta): mean
+    over all pairs i < j of [(d_ij - beta) t_ij + alpha]_+ with t_ij = +1 for a
+    same-class pair and -1 otherwise, d the plain Euclidean distance. Defaults alpha =
+    0.2, beta = 1.4 (Le & Odobez 2018, section 6)."""
     z, y = check_embeddings(embeddings, labels)
     if len(z) < 2:
         return _zero(z)
@@ -57,21 +73,34 @@ def contrastive_loss(embeddings, labels, alpha: float = 0.2, beta: float = 1.4) 
     return torch.relu((dist - beta) * t + alpha)[upper].mean()
 
 
-def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tensor = 1.2, nu: float = 0.0,
-                positives: str = "all", negatives: str = "distance",
-                generator: torch.Generator | None = None, reduction: str = "nonzero") -> torch.Tensor:
-    """Margin loss (Wu et al. 2017, eq. 5-6) on plain Euclidean distances, over the sampled triplets (a, p, n):
+def margin_loss(
+    embeddings,
+    labels,
+    alpha: float = 0.2,
+    beta: float | torch.Tensor = 1.2,
+    nu: float = 0.0,
+    positives: str = "all",
+    negatives: str = "distance",
+    generator: torch.Generator | None = None,
+    reduction: str = "nonzero",
+) -> torch.Tensor:
+    """Margin loss (Wu et al. 2017, eq. 5-6) on plain Euclidean distances, over the
+    sampled triplets (a, p, n):
 
-        sum [alpha + d(a, p) - beta_a]_+ + [alpha + beta_a - d(a, n)]_+ + nu beta_a   /   #(non-zero terms)
+        (sum [alpha + d(a, p) - beta_a]_+ + [alpha + beta_a - d(a, n)]_+ + nu beta_a)
+            / #(non-zero terms)
 
-    so a same-class pair is pushed inside distance beta - alpha and a different-class pair beyond beta + alpha.
-    The normalisation by the number of active terms is the authors' (their reference code; also
-    pytorch-metric-learning's ``MarginLoss``). ``beta`` is a float (1.2, Wu et al.) or a tensor of one boundary per
-    class, indexed by the anchor's label -- pass a parameter to learn it (see :class:`MarginLoss`); ``nu`` weighs
-    the beta regulariser. Sampling defaults to the paper's: every positive pair, one distance-weighted negative.
-    ``reduction="sum"`` drops the normalisation: the plain sum over the terms, the quantity of the EPS paper's
-    Theorem 2; ``"pairs"`` divides that sum by the number of positive pairs before mining, the 1/|S| of paper 004's
-    empirical risk with its 1-1 sampling (one negative pair per positive pair, eq. 4 and section 5.2)."""
+    so a same-class pair is pushed inside distance beta - alpha and a different-class
+    pair beyond beta + alpha. The normalisation by the number of active terms is the
+    authors' (their reference code; also pytorch-metric-learning's ``MarginLoss``).
+    ``beta`` is a float (1.2, Wu et al.) or a tensor of one boundary per class, indexed
+    by the anchor's label -- pass a parameter to learn it (see :class:`MarginLoss`);
+    ``nu`` weighs the beta regulariser. Sampling defaults to the paper's: every positive
+    pair, one distance-weighted negative. ``reduction="sum"`` drops the normalisation:
+    the plain sum over the terms, the quantity of the EPS paper's Theorem 2; ``"pairs"``
+    divides that sum by the number of positive pairs before mining, the 1/|S| of Le &
+    Odobez's empirical risk with its 1-1 sampling (one negative pair per positive pair,
+    eq. 4 and section 5.2)."""
     check_choice(reduction, ("nonzero", "sum", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
     dist = pairwise_distances(z)
@@ -80,7 +109,10 @@ def margin_loss(embeddings, labels, alpha: float = 0.2, beta: float | torch.Tens
     a, p, n = mine_negatives(dist, y, a, p, negatives, alpha, generator, dim=z.shape[1])
     beta = torch.as_tensor(beta, dtype=z.dtype, device=z.device)
     if beta.dim() > 0 and len(a) and int(y.max()) >= len(beta):
-        raise ValueError(f"beta has {len(beta)} per-class values but the batch has label {int(y.max())}")
+        raise ValueError(
+            f"beta has {len(beta)} per-class values "
+            f"but the batch has label {int(y.max())}"
+        )
     if len(a) == 0:
         return _zero(z) + 0.0 * beta.sum()
     b = beta[y[a]] if beta.dim() > 0 else beta.expand(len(a))
@@ -119,11 +151,14 @@ def _pairs_and_negatives(z, y, positives):
     return sim, a, p, label_masks(y)[1][a]
 
 
-def npairs_loss(embeddings, labels, l2_reg: float = 0.0, positives: str = "all") -> torch.Tensor:
-    """Multi-class N-pairs loss (Sohn 2016; DCDL eq. 3): mean over anchor/positive pairs of
-    log(1 + sum_{n: y_n != y_a} exp(z_a.z_n - z_a.z_p)), every other-class sample of the batch a negative, plus
-    Sohn's regulariser ``l2_reg`` x mean ||z||^2 (a constant on L2-normalised embeddings, hence off by default).
-    With 2 samples per class (DCDL's batches for L_NP) every anchor has exactly one positive, as in the original."""
+def npairs_loss(
+    embeddings, labels, l2_reg: float = 0.0, positives: str = "all"
+) -> torch.Tensor:
+    """Multi-class N-pairs loss (Sohn 2016; DCDL eq. 3): mean over anchor/positive pairs
+    of log(1 + sum_{n: y_n != y_a} exp(z_a.z_n - z_a.z_p)), every other-class sample of
+    the batch a negative, plus Sohn's regulariser ``l2_reg`` x mean ||z||^2 (a constant
+    on L2-normalised embeddings, hence off by default). With 2 samples per class (DCDL's
+    batches for L_NP) every anchor has exactly one positive, as in the original."""
     z, y = check_embeddings(embeddings, labels)
     sim, a, p, neg = _pairs_and_negatives(z, y, positives)
     reg = l2_reg * (z * z).sum(1).mean()
@@ -132,9 +167,12 @@ def npairs_loss(embeddings, labels, l2_reg: float = 0.0, positives: str = "all")
     return _log1p_sum_exp(sim[a] - sim[a, p][:, None], neg).mean() + reg
 
 
-def angular_loss(embeddings, labels, alpha: float = 30.0, positives: str = "all") -> torch.Tensor:
-    """Angular loss (Wang et al. 2017, eq. 8; DCDL eq. 3), ``alpha`` in degrees (DCDL: 30 for L_Ang): mean over
-    anchor/positive pairs of log(1 + sum_n exp(4 tan^2(alpha) (z_a + z_p).z_n - 2 (1 + tan^2(alpha)) z_a.z_p))."""
+def angular_loss(
+    embeddings, labels, alpha: float = 30.0, positives: str = "all"
+) -> torch.Tensor:
+    """Angular loss (Wang et al. 2017, eq. 8; DCDL eq. 3), ``alpha`` in degrees (DCDL:
+    30 for L_Ang): mean over anchor/positive pairs of log(1 + sum_n exp(4 tan^2(alpha)
+    (z_a + z_p).z_n - 2 (1 + tan^2(alpha)) z_a.z_p))."""
     z, y = check_embeddings(embeddings, labels)
     if not 0 < alpha < 90:
         raise ValueError(f"alpha is an angle in degrees in (0, 90), got {alpha}")
@@ -146,20 +184,29 @@ def angular_loss(embeddings, labels, alpha: float = 30.0, positives: str = "all"
     return _log1p_sum_exp(x, neg).mean()
 
 
-def angular_npairs_loss(embeddings, labels, alpha: float = 45.0, lambda_ang: float = 2.0,
-                        positives: str = "all") -> torch.Tensor:
-    """L_Ang_NP = L_NP + lambda_ang L_Ang (DCDL eq. 4; Wang et al. 2017): lambda_ang = 2 and alpha = 45 degrees
-    as in the DCDL paper."""
-    return npairs_loss(embeddings, labels, positives=positives) + lambda_ang * angular_loss(
-        embeddings, labels, alpha, positives)
+def angular_npairs_loss(
+    embeddings,
+    labels,
+    alpha: float = 45.0,
+    lambda_ang: float = 2.0,
+    positives: str = "all",
+) -> torch.Tensor:
+    """L_Ang_NP = L_NP + lambda_ang L_Ang (DCDL eq. 4; Wang et al. 2017): lambda_ang = 2
+    and alpha = 45 degrees as in the DCDL paper."""
+    return npairs_loss(
+        embeddings, labels, positives=positives
+    ) + lambda_ang * angular_loss(embeddings, labels, alpha, positives)
 
 
-def binomial_deviance_loss(embeddings, labels, alpha: float = 2.0, beta: float = 0.5,
-                           eta_neg: float = 25.0) -> torch.Tensor:
-    """Binomial deviance (Yi et al. 2014; ECAML eq. 10): log(1 + exp(-(2 s_ij - 1) alpha (D_ij - beta) eta_ij))
-    with D_ij the cosine similarity, s_ij = 1 for a same-class pair, eta_ij = 1 for positive and ``eta_neg`` = 25
-    for negative pairs; alpha = 2, beta = 0.5. The paper writes a sum over pairs; we take the mean over the ordered
-    pairs i != j, so that the weight of an added regulariser does not depend on the batch size."""
+def binomial_deviance_loss(
+    embeddings, labels, alpha: float = 2.0, beta: float = 0.5, eta_neg: float = 25.0
+) -> torch.Tensor:
+    """Binomial deviance (Yi et al. 2014; ECAML eq. 10): log(1 + exp(-(2 s_ij - 1) alpha
+    (D_ij - beta) eta_ij)) with D_ij the cosine similarity, s_ij = 1 for a same-class
+    pair, eta_ij = 1 for positive and ``eta_neg`` = 25 for negative pairs; alpha = 2,
+    beta = 0.5. The paper writes a sum over pairs; we take the mean over the ordered
+    pairs i != j, so that the weight of an added regulariser does not depend on the
+    batch size."""
     z, y = check_embeddings(embeddings, labels)
     if len(z) < 2:
         return _zero(z)
@@ -169,26 +216,39 @@ def binomial_deviance_loss(embeddings, labels, alpha: float = 2.0, beta: float =
     sign = pos.to(z.dtype) * 2 - 1
     eta = torch.where(pos, torch.ones_like(cos), torch.full_like(cos, eta_neg))
     off_diag = pos | neg
-    return torch.nn.functional.softplus(-sign * alpha * (cos - beta) * eta)[off_diag].mean()
+    deviance = torch.nn.functional.softplus(-sign * alpha * (cos - beta) * eta)
+    return deviance[off_diag].mean()
 
 
-def multi_similarity_loss(embeddings, labels, alpha: float = 2.0, beta: float = 50.0, lam: float = 1.0,
-                          epsilon: float = 0.1, positives: str = "all") -> torch.Tensor:
-    """Multi-similarity loss with its pair mining (Wang et al. 2019, eq. 9-10 and section 4.1), on cosine
-    similarities S. For an anchor i, a negative k is kept if S_ik + epsilon > min_j S_ij over its positives, a
-    positive j if S_ij - epsilon < max_k S_ik over its negatives; then
+def multi_similarity_loss(
+    embeddings,
+    labels,
+    alpha: float = 2.0,
+    beta: float = 50.0,
+    lam: float = 1.0,
+    epsilon: float = 0.1,
+    positives: str = "all",
+) -> torch.Tensor:
+    """Multi-similarity loss with its pair mining (Wang et al. 2019, eq. 9-10 and
+    section 4.1), on cosine similarities S. For an anchor i, a negative k is kept if
+    S_ik + epsilon > min_j S_ij over its positives, a positive j if S_ij - epsilon <
+    max_k S_ik over its negatives; then
 
-        1/alpha log(1 + sum_j exp(-alpha (S_ij - lam))) + 1/beta log(1 + sum_k exp(beta (S_ik - lam))),
+        1/alpha log(1 + sum_j exp(-alpha (S_ij - lam)))
+          + 1/beta log(1 + sum_k exp(beta (S_ik - lam))),
 
     averaged over anchors. Defaults of the EPS paper: alpha = 2, lambda = 1, beta = 50.
 
-    ``positives="easy"`` is EPS with MS (Levi et al., section 5.2.2: "we replace the positive hard-mining method
-    with EPS and use the same hard-negative method"): each anchor's one positive is its nearest same-class sample,
-    kept without MS's positive rule (which is built to drop easy positives), and the negatives are mined exactly as
-    in plain MS, against the least similar of *all* the anchor's positives. Which positive sets the negative
-    threshold is not stated in the paper; this is our reading."""
+    ``positives="easy"`` is EPS with MS (Levi et al., section 5.2.2: "we replace the
+    positive hard-mining method with EPS and use the same hard-negative method"): each
+    anchor's one positive is its nearest same-class sample, kept without MS's positive
+    rule (which is built to drop easy positives), and the negatives are mined exactly as
+    in plain MS, against the least similar of *all* the anchor's positives. Which
+    positive sets the negative threshold is not stated in the paper; this is our
+    reading."""
     z, y = check_embeddings(embeddings, labels)
-    check_choice(positives, ("all", "easy"), "positives")  # "all": MS's own positive mining
+    # "all": MS's own positive mining
+    check_choice(positives, ("all", "easy"), "positives")
     u = torch.nn.functional.normalize(z, dim=1)
     s = u @ u.T
     pos, neg = label_masks(y)

@@ -1,12 +1,12 @@
 """Label noise: corrupting labels, noise transition matrices and the pair-label noise rates.
 
-Sample-level noise (paper 004, Le & Odobez, eq. 6; DCDL paper section 4.1, Fig. 2):
+Sample-level noise (Le & Odobez 2018, eq. 6; DCDL paper section 4.1, Fig. 2):
 - ``symmetric``: a label is kept with probability 1 - p and otherwise replaced by one of the K - 1 *other*
   classes drawn uniformly (so the flip rate is exactly p);
 - ``asymmetric``: a label of a class that has a pair (a visually similar class) is replaced by its pair with
   probability p; other classes are left alone (DCDL: TRUCK->AUTOMOBILE, BIRD->AIRPLANE, DEER->HORSE, CAT<->DOG).
 
-The theory of paper 004 on top of it: the pair-label noise rates (:func:`pair_noise_rates`, eq. 7-8), the
+The theory of Le & Odobez 2018 on top of it: the pair-label noise rates (:func:`pair_noise_rates`, eq. 7-8), the
 multiplier Q (:func:`noise_multiplier`, eq. 22), the noise rates the triplet and marginal losses tolerate
 (:func:`triplet_noise_bound`, eq. 27; :func:`marginal_noise_bound`, eq. 37), and the skew eta of a mining strategy,
 measured on an embedding (:func:`negative_skew`, section 4.2), and the identity behind them all, on an embedding:
@@ -92,7 +92,7 @@ def corrupt_labels(labels, num_classes: int, rate: float, kind: str = "symmetric
 
 def pair_noise_rates(p: float, num_classes: int) -> tuple[float, float]:
     """``(q_pos, q_neg)``: the probability that a true positive pair is observed as negative, and that a true
-    negative pair is observed as positive, under symmetric sample noise p over K classes (paper 004, section 3.3).
+    negative pair is observed as positive, under symmetric sample noise p over K classes (Le & Odobez 2018, section 3.3).
 
     q_neg = 2p(1-p)/(K-1) + p^2 (K-2)/(K-1)^2                                            (eq. 7)
     q_pos = 1 - [(1-p)^2 + p^2/(K-1)] = 2p(1-p) + p^2 (1 - 1/(K-1))
@@ -111,7 +111,7 @@ def pair_noise_rates(p: float, num_classes: int) -> tuple[float, float]:
 
 
 def noise_multiplier(p: float, num_classes: int, w_neg_over_w_pos=None) -> float:
-    """Q of paper 004, eq. 22: the factor that scales the clean risk gap into the noisy one,
+    """Q of Le & Odobez 2018, eq. 22: the factor that scales the clean risk gap into the noisy one,
 
         Q = min over t in {+1, -1} of  1 - q_t - q_t w_{-t} / w_t,
 
@@ -141,7 +141,7 @@ def _largest_p(q_of_p, level: float, num_classes: int) -> float:
 
 def triplet_noise_bound(eta: float, num_classes: int, level: float = 0.0) -> float:
     """The largest uniform noise rate p for which the triplet loss with hinge and mining keeps its minimiser
-    (paper 004, section 4.2): negative pairs weigh eta/K (harder) or 1/(eta K) (easier) against 1 for positives,
+    (Le & Odobez 2018, section 4.2): negative pairs weigh eta/K (harder) or 1/(eta K) (easier) against 1 for positives,
     and Q(p) >= ``level`` must hold for the worst of them. Solved exactly for finite K; as K grows it tends to
     eq. 27's p < 1 - sqrt(1 - 1/eta), the difference being the paper's epsilon(K)."""
     if eta < 1:
@@ -177,7 +177,7 @@ def _pairs_of(embeddings, labels, num_classes):
 
 
 def auxiliary_pair_risk(embeddings, labels, num_classes: int | None = None) -> float:
-    """The weighted empirical risk of paper 004's auxiliary pair loss (eq. 14): the mean over all pairs i < j of
+    """The weighted empirical risk of Le & Odobez's auxiliary pair loss (eq. 14): the mean over all pairs i < j of
     w_t l^A(t), with l^A = d_ij for a positive pair and d_max - d_ij for a negative one (eq. 9; d Euclidean on the
     unit sphere, d_max = 2) and the 1-1 sampling weights w_+ = 1, w_- = 1/K (eq. 15). The unhinged triplet loss
     is a sum of such pair losses (eq. 12). ``labels`` may be noisy: then this is the noisy risk of one draw."""
@@ -202,7 +202,7 @@ def negative_skew(embeddings, observed, true, negatives: str = "semihard-random"
                   squared: bool = False, p: int | None = None, k: int = 10, batches: int = 50,
                   seed: int = 0) -> float:
     """How much more often a mining strategy picks *corrupted* negative pairs than uniform sampling would: the skew
-    eta of paper 004, section 4.2, measured. As in training, mining happens inside class-balanced batches
+    eta of Le & Odobez 2018, section 4.2, measured. As in training, mining happens inside class-balanced batches
     (``batches`` of ``p`` classes x ``k`` samples by the observed labels; ``p`` defaults to all classes, at most
     12), positives and negatives follow the ``observed`` labels, and a mined pair (a, n) is corrupted if the
     ``true`` labels say a and n are of the same class:

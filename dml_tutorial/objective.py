@@ -118,3 +118,33 @@ def objective(local: str | None = "triplet", *, positives: str | None = None, ne
     label = name or " + ".join(([f"{local}" + (f" ({positives} positives)" if positives else "")] if local else [])
                                + [f"{w:g} {t}" for t, w in terms.items() if w])
     return Objective(local or "none", local_fn, terms, label)
+
+
+def term_pulls(loss: Objective, model: torch.nn.Module, x: torch.Tensor, y: torch.Tensor) -> dict:
+    """Each term of ``loss`` on one batch, as it pulls on the network: ``{term: {"value": T_t, "grad":
+    ||d(w_t T_t)/d W||}}`` with T_t unweighted and W the parameters of ``model.embedding``, the one layer every
+    term reaches (a term on the embedding layer only, such as ECAML's EC, reaches nothing else; the others also
+    move the layers below). The model is put in eval mode (no dropout) and gradients are on even when called under
+    ``torch.no_grad`` (as ``train.fit``'s ``evaluate`` is); the parameters' ``.grad``, the model's mode and the
+    random-number state are left as they were."""
+    from types import SimpleNamespace
+
+    params = [p for p in model.embedding.parameters() if p.requires_grad]
+    was_training = model.training
+    model.eval()
+    cuda = [x.device.index or 0] if x.device.type == "cuda" else []
+    try:  # fork_rng: a loss that samples (random semi-hard negatives) leaves the training's random stream alone
+        with torch.enable_grad(), torch.random.fork_rng(devices=cuda):
+            parts = loss.parts(model(x), y, SimpleNamespace(x=x, indices=None, model=model))
+            out = {}
+            for term, part in parts.items():
+                weighted = loss.weights.get(term, 1.0) * part
+                norm = 0.0
+                if weighted.requires_grad:  # a term with no input from the network (e.g. no pairs) pulls nothing
+                    grads = torch.autograd.grad(weighted, params, retain_graph=True, allow_unused=True)
+                    norm = float(torch.sqrt(sum(((g.float() ** 2).sum() for g in grads if g is not None),
+                                                torch.zeros(()))))
+                out[term] = {"value": float(part.detach()), "grad": norm}
+    finally:
+        model.train(was_training)
+    return out

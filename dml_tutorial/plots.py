@@ -5,6 +5,8 @@ One palette for the whole book (``PALETTE``, colour-blind safe) so that class 3 
 
 from __future__ import annotations
 
+import html
+import re
 import warnings
 
 import matplotlib.pyplot as plt
@@ -73,8 +75,10 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
 
 
 def training_curves(histories: dict, keys=("loss",), title: str = ""):
-    """One panel per key of the histories (``{name: History}``), epochs on the x axis."""
-    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.6), constrained_layout=True, squeeze=False)
+    """One panel per key of the histories (``{name: History}``), epochs on the x axis; at most 10 inches wide
+    (the text column), so that three panels still read at the page's size."""
+    fig, axes = plt.subplots(1, len(keys), figsize=(min(10, 4 * len(keys)), 3.4), constrained_layout=True,
+                             squeeze=False)
     for ax, key in zip(axes[0], keys):
         for i, (name, h) in enumerate(histories.items()):
             pts = [(r["epoch"], r[key]) for r in h.records if r.get(key) is not None]
@@ -110,6 +114,31 @@ def results_table(measured: dict, paper: dict | None = None, digits: int = 1) ->
     table = table[[(m, kind) for m in metrics for kind in ("paper", "measured") if (m, kind) in table.columns]]
     table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
     return table.astype(object).where(table.notna(), "–")
+
+
+_SUB_SUP = re.compile(r"\bL([_^])([\w]+)")  # the code's ASCII shorthand: L_Trip, L^W, L_rim
+
+
+def label_html(name) -> str:
+    """A row label as HTML, with the code's ASCII shorthand for the papers' symbols written as the prose's math
+    writes them: ``"L_Trip + L^W"`` -> *L*<sub>Trip</sub> + *L*<sup>W</sup>. Anything else is escaped as text."""
+    tags = {"_": "sub", "^": "sup"}
+    return _SUB_SUP.sub(lambda m: f"<i>L</i><{tags[m[1]]}>{m[2]}</{tags[m[1]]}>", html.escape(str(name)))
+
+
+def label_tex(name) -> str:
+    """The same label for a Markdown page with dollar math: ``"L_Trip + L^W"`` -> ``$L_{\\text{Trip}}$ +
+    $L^{\\text{W}}$``."""
+    return _SUB_SUP.sub(lambda m: f"$L{m[1]}{{\\text{{{m[2]}}}}}$", str(name))
+
+
+def styled(table: pd.DataFrame):
+    """A results table (:func:`results_table`) as the page shows it: row labels through :func:`label_html`, the
+    ``dataframe`` class the book's stylesheet pads and keeps on one line, and a fixed element id, so that the
+    HTML is the same on every run (nbval compares it). ``.data`` is the table itself."""
+    return (table.style.format_index(label_html, axis=0, escape=None)
+            .format(lambda v: f"{v:g}" if isinstance(v, float) else v)  # a quoted 63.2 as 63.2, not 63.200000
+            .set_uuid("results").set_table_attributes('class="dataframe"'))
 
 
 def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title: str = "", margin: float | None = None):
@@ -226,3 +255,91 @@ def gradient_flows(flows: dict, target, times, point_size: float = 10):
             ax.title.set_fontsize(9)
     axes[0, 0].legend(fontsize=8, loc="lower left")
     return fig
+
+
+def diagram(nodes: dict, edges, size=(10, 4.2), title: str = ""):
+    """A pipeline as boxes and arrows: ``nodes`` maps a box's text to its centre (x, y) in [0, 1]^2, ``edges`` is
+    a list of ``(from, to, label)`` (label may be ""), drawn as arrows between box edges. Returns the figure.
+    Unknown box names in ``edges`` raise a ValueError naming them."""
+    missing = sorted({n for a, b, _ in edges for n in (a, b)} - set(nodes))
+    if missing:
+        raise ValueError(f"edges name boxes that are not in nodes: {missing}")
+    fig, ax = plt.subplots(figsize=size, constrained_layout=True)
+    ax.set(xlim=(0, 1), ylim=(0, 1), xticks=[], yticks=[])
+    ax.axis("off")
+    boxes = {name: ax.text(x, y, name, ha="center", va="center", fontsize=9, zorder=2,
+                           bbox=dict(boxstyle="round,pad=0.4", facecolor=PALETTE[i % 10] + (0.18,),
+                                     edgecolor="0.3"))
+             for i, (name, (x, y)) in enumerate(nodes.items())}
+    fig.canvas.draw()  # places the boxes, so that each arrow can stop at their edges
+    for a, b, label in edges:
+        ax.annotate("", xy=nodes[b], xytext=nodes[a], zorder=1,
+                    arrowprops=dict(arrowstyle="-|>", color="0.25", lw=1.1, shrinkA=1, shrinkB=1,
+                                    patchA=boxes[a].get_bbox_patch(), patchB=boxes[b].get_bbox_patch()))
+        if label:
+            (xa, ya), (xb, yb) = nodes[a], nodes[b]
+            ax.text((xa + xb) / 2, (ya + yb) / 2, label, ha="center", va="center", fontsize=8, color="0.2",
+                    zorder=3, bbox=dict(facecolor="white", edgecolor="none", pad=1.0))
+    if title:
+        ax.set_title(title)
+    return fig
+
+
+def similarity_histograms(embeddings: dict, labels, bins: int = 40, max_points: int = 2000, seed: int = 0,
+                          title: str = ""):
+    """One panel per embedding (``{name: [N, d]}``, e.g. before and after training): histograms of the cosine
+    similarity of same-class pairs and of different-class pairs (every pair i < j once; at most ``max_points``
+    samples, the same random ones in every panel), as densities, with their overlap in each title (the sum over
+    bins of the smaller density times the bin width: 1 when they coincide, 0 when a threshold separates them).
+    Returns the figure."""
+    y = np.asarray(labels)
+    keep = np.sort(np.random.default_rng(seed).permutation(len(y))[:max_points])
+    fig, axes = plt.subplots(1, len(embeddings), figsize=(min(10, 3.4 * len(embeddings)), 3.2), squeeze=False,
+                             sharey=True, constrained_layout=True)
+    edges = np.linspace(-1, 1, bins + 1)
+    i, j = np.triu_indices(len(keep), k=1)
+    same = y[keep][i] == y[keep][j]
+    for ax, (name, z) in zip(axes[0], embeddings.items()):
+        z, _ = check_embeddings(z, y)
+        u = z.detach().cpu().double().numpy()[keep]
+        u = u / np.maximum(np.linalg.norm(u, axis=1, keepdims=True), 1e-12)
+        sim = np.clip((u[i] * u[j]).sum(1), -1, 1)
+        dens = [np.histogram(sim[mask], bins=edges, density=True)[0] for mask in (same, ~same)]
+        overlap = float(np.minimum(*dens).sum() * (edges[1] - edges[0]))
+        for k, (d, kind) in enumerate(zip(dens, ("same class", "different classes"))):
+            ax.stairs(d, edges, fill=True, alpha=0.45, color=PALETTE[k], label=kind)
+        ax.set(xlabel="cosine similarity", title=f"{name}\noverlap {overlap:.2f}")
+        ax.title.set_fontsize(10)
+    axes[0, 0].set_ylabel("density")
+    axes[0, 0].legend(frameon=False, fontsize=8, loc="upper left")
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def easy_positives(ax, xy, labels, anchors, modes=None, title: str = ""):
+    """The EPS paper's Fig. 1 on 2-D points ``xy`` (e.g. a 2-D embedding): every point coloured by its
+    ``modes`` (sub-class, e.g. the digit) or else its class, and for each anchor in ``anchors`` a thin grey line
+    to every same-class point (what a regular loss pulls together) and a thick black one to its nearest
+    same-class point, chosen by :func:`dml_tutorial.sampling.positive_pairs` with ``positives="easy"`` (what
+    EPS pulls)."""
+    from .distances import pairwise_distances
+    from .sampling import positive_pairs
+
+    z, y = check_embeddings(xy, labels)
+    if z.shape[1] != 2:
+        raise ValueError(f"easy_positives draws 2-D points, got dimension {z.shape[1]}")
+    pts, colour_by = z.detach().cpu().numpy(), np.asarray(modes if modes is not None else y)
+    ax.scatter(*pts.T, c=[PALETTE[int(k) % len(PALETTE)] for k in colour_by], s=8, alpha=0.5, linewidths=0)
+    a, p = positive_pairs(pairwise_distances(z), y, "easy")
+    nearest = dict(zip(a.tolist(), p.tolist()))
+    for anchor in anchors:
+        same = np.flatnonzero((y == y[anchor]).numpy())
+        for q in same[same != anchor]:
+            ax.plot(*pts[[anchor, q]].T, color="0.6", lw=0.3, alpha=0.4, zorder=1)
+        if anchor in nearest:
+            ax.plot(*pts[[anchor, nearest[anchor]]].T, color="black", lw=2.0, zorder=3)
+        ax.scatter(*pts[anchor], marker="*", s=220, color=PALETTE[int(colour_by[anchor]) % len(PALETTE)],
+                   edgecolors="black", zorder=4)
+    ax.set(title=title, xticks=[], yticks=[], aspect="equal")
+    return ax

@@ -68,7 +68,7 @@ CHAPTERS = {
                  "dims": [128, 256, 384, 512], "compare_with": "CARS",
                  "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
-    # CBSwR (Nguyen et al., paper 001): section 4. Unsupervised: trained on the seen classes' images, no labels.
+    # CBSwR (Nguyen et al. 2020): section 4. Unsupervised: trained on the seen classes' images, no labels.
     "cbswr": {
         "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "model": "convnet", "dim": 32, "epochs": 10,
                   "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 3, "n_seeds": 3, "threads": 2,
@@ -79,24 +79,24 @@ CHAPTERS = {
                  "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 48, 64], "compare_with": "CUB",
                  "workers": 8},
     },
-    # EPS (Levi et al., paper 002): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
+    # EPS (Levi et al. 2020): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
     "eps": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
                   "nmi_plus_factor": None, "positives_per_class": [2, 4, 8, 16], "positives_batches": 15,
                   "even_odd_dataset": "digits", "even_odd_epochs": 40, "even_odd_k": 32,
-                  "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
+                  "subcluster_noise": [None, ["symmetric", 0.2], ["symmetric", 0.4]], "compare_with": "CARS",
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cars196", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
                  "nmi_plus_factor": None, "positives_per_class": [2, 4, 8], "positives_batches": 100,
                  "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64,
-                 "subcluster_noise": [None, ["symmetric", 0.2]], "compare_with": "CARS",
+                 "subcluster_noise": [None, ["symmetric", 0.2], ["symmetric", 0.4]], "compare_with": "CARS",
                  "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
-    # Noise guarantees (Le & Odobez, paper 004): section 6. Class-disjoint retrieval under symmetric label noise.
+    # Noise guarantees (Le & Odobez 2018): section 6. Class-disjoint retrieval under symmetric label noise.
     # batches_per_epoch is fixed (18 = the 1,083 training digits / 60 per batch) so that the (1 - p) clean topline
     # takes as many gradient steps as the noisy runs instead of fewer
     "noise_guarantees": {

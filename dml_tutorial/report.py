@@ -53,7 +53,8 @@ def device_name(device) -> str:
 
 def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, seeds, device, digits: int = 1):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
-    :func:`dml_tutorial.plots.results_table`; under ``dml-tutorial run``, record them for the report; under nbval
+    :func:`dml_tutorial.plots.results_table` (returned styled, :func:`dml_tutorial.plots.styled`; the table is
+    its ``.data``); under ``dml-tutorial run``, record them for the report; under nbval
     (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
     (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
     An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
@@ -69,7 +70,7 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, 
             f.write(json.dumps(entry) + "\n")
     if os.environ.get(reference.ENV):
         reference.check(table, _jsonable(measured), settings, seeds)
-    return plots.results_table(measured, paper, digits)
+    return plots.styled(plots.results_table(measured, paper, digits))
 
 
 def record_figure(fig, name: str):
@@ -153,7 +154,8 @@ def markdown_table(frame) -> str:
     """A pandas table (as :func:`dml_tutorial.plots.results_table` makes it) as a Markdown table."""
     columns = [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in frame.columns]
     lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {name} | " + " | ".join(str(v) for v in row) + " |" for name, row in zip(frame.index, frame.values)]
+    lines += [f"| {plots.label_tex(name)} | " + " | ".join(str(v) for v in row) + " |"
+              for name, row in zip(frame.index, frame.values)]
     return "\n".join(lines)
 
 
@@ -239,7 +241,8 @@ def verdicts_page(runs: list[dict], notebooks: dict) -> str:
                   for group in (smoke, by_profile["fashion"], by_profile["full"])]  # once per scale
         for i, claim in enumerate(claims.CLAIMS.get(chapter, [])):
             name = claims.NAMES.get(chapter, chapter) if i == 0 else ""
-            lines.append(f"| {name} | {claim.text} | " + " | ".join(_verdict_cell(f, claim.text) for f in frames) + " |")
+            cells = " | ".join(_verdict_cell(f, claim.text) for f in frames)
+            lines.append(f"| {name} | {plots.label_tex(claim.text)} | {cells} |")
     lines += ["", ("Each cell: the verdict, then our gain and its 95% interval, in points, paired by seed. The "
                    "rules (`dml_tutorial/evidence.py`): **reproduced** when the interval lies above 0; **not "
                    "reproduced** when it lies below 0 or below the paper's own gain (which we would have seen); "

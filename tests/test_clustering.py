@@ -1,4 +1,4 @@
-"""CBSwR (paper 001) and SME: every loss against a naive loop, degenerate batches, the decoder and the loop."""
+"""CBSwR (Nguyen et al. 2020) and SME: every loss against a naive loop, degenerate batches, the decoder and the loop."""
 
 import math
 
@@ -27,6 +27,8 @@ def test_rim_loss_matches_the_entropies_by_hand():
     assert clustering.rim_loss(logits, lam=2.0, l2=0.1, params=[w]).item() == pytest.approx(expected, abs=1e-9)
     code = clustering.rim_loss(logits, lam=1.0, code_variant=True).item()
     assert code == pytest.approx(-(h_y - h_y_x) / math.log(4), abs=1e-9)
+    h_marginal, h_conditional = clustering.rim_entropies(logits)
+    assert (h_marginal.item(), h_conditional.item()) == pytest.approx((h_y, h_y_x), abs=1e-9)
 
 
 def test_rim_prefers_balanced_confident_clusters():
@@ -134,7 +136,8 @@ def test_cbswr_is_finite_with_gradients_everywhere(k):
     x = torch.rand(6, 1, 8, 8)
     loss, parts = obj(x, clustering.random_shift(x))
     loss.backward()
-    assert torch.isfinite(loss) and set(parts) == {"rim", "metric", "rec", "clusters"} and 1 <= parts["clusters"] <= k
+    assert torch.isfinite(loss) and set(parts) == {"rim", "metric", "rec", "clusters", "H(Y)", "H(Y|X)"}
+    assert 1 <= parts["clusters"] <= k and 0 <= parts["H(Y|X)"] <= parts["H(Y)"] + 1e-6 <= math.log(k) + 2e-6
     grads = [p.grad for p in obj.parameters() if p.grad is not None]
     assert grads and all(torch.isfinite(g).all() for g in grads)
 
@@ -148,6 +151,7 @@ def test_cbswr_when_every_sample_lands_in_one_cluster():
     loss, parts = obj(x, x)
     loss.backward()
     assert parts["clusters"] == 1 and torch.isfinite(loss)
+    assert parts["H(Y)"] == pytest.approx(0.0, abs=1e-6) and parts["H(Y|X)"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_detached_centroids_stop_only_the_metric_gradient():

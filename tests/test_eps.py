@@ -1,4 +1,4 @@
-"""EPS chapter (paper 002): the loss table, even/odd relabelling, the mode-separation measure, and Theorem 1 /
+"""EPS chapter (Levi et al. 2020): the loss table, even/odd relabelling, the mode-separation measure, and Theorem 1 /
 Claims 1-2 on the constructed collapsed-vs-separated batch."""
 
 from functools import partial

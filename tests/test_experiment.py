@@ -172,3 +172,17 @@ def test_curves_use_a_fixed_subset_of_large_splits_and_all_of_small_ones():
     assert len(first) == experiment.CURVE_SAMPLES and np.array_equal(first.labels, again.labels)
     small = data.ArrayDataset(torch.zeros(300, 2), np.arange(300) % 5)
     assert experiment._curve_subset(small, seed=1) is small
+
+
+def test_curves_of_an_objective_with_terms_record_each_terms_value_and_pull_without_changing_training():
+    seen_unseen = data.load_dataset("subclusters", split="classes", seed=0, num_classes=4, modes_per_class=2,
+                                    samples_per_mode=20)
+    loss = ecaml.ecaml_loss("triplet", 0.5)
+    with_curves = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0, curves=True)
+    for key in ("Triplet", "energy_confusion", "|grad| Triplet", "|grad| energy_confusion"):
+        values = with_curves.history[key]
+        assert len(values) == CFG["epochs"] and all(v is not None and np.isfinite(v) and v >= 0 for v in values)
+    without = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0)
+    assert "|grad| Triplet" not in without.history.records[-1]
+    # the probe batch draws no random numbers of the training's: the same weights either way
+    assert torch.equal(with_curves.test_embeddings, without.test_embeddings)

@@ -37,7 +37,7 @@ def test_triplet_all_triplets_matches_a_loop(dtype, squared, margin):
 
 
 def _semihard_fixed_pairs_loop(z, y, margin):
-    # paper 004's empirical risk with 1-1 sampling: one negative per positive pair (eq. 29: the nearest one farther
+    # Le & Odobez's empirical risk with 1-1 sampling: one negative per positive pair (eq. 29: the nearest one farther
     # than the positive), the hinge summed and divided by the number of positive pairs |S|, pairs with no negative
     # counting as zero
     total, pairs = 0.0, 0

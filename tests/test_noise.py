@@ -1,4 +1,4 @@
-"""Label noise: empirical rates on 100k labels, reproducibility, bad input, and the pair-noise rates of paper 004
+"""Label noise: empirical rates on 100k labels, reproducibility, bad input, and the pair-noise rates of Le & Odobez 2018
 checked against a Monte Carlo simulation of its noise model (eq. 6)."""
 
 import itertools
@@ -100,7 +100,7 @@ def test_pair_noise_rates_agree_with_a_monte_carlo_simulation(p, k):
 
 def test_paper_eq8_as_printed_disagrees_with_the_simulation_for_small_k():
     p, k, n = 0.5, 3, 1_000_000
-    printed = 2 * p * (1 - p) + p**2 * (1 - 2 / (k - 1))  # eq. 8 of paper 004 as printed
+    printed = 2 * p * (1 - p) + p**2 * (1 - 2 / (k - 1))  # eq. 8 of Le & Odobez 2018 as printed
     mc_pos, _ = _simulate_pair_noise(p, k, n, np.random.default_rng(1))
     assert abs(mc_pos - printed) > 20 * _se(mc_pos, n)
 
@@ -113,7 +113,7 @@ def test_describe_names_the_columns_and_pairs_are_known_by_dataset():
     assert noise.PAIRS["cifar10"] is noise.CIFAR10_PAIRS and "cifar100" not in noise.PAIRS
 
 
-# ----------------------------------------------------------------------------------- bounds of paper 004
+# ----------------------------------------------------------------------------------- bounds of Le & Odobez 2018
 @pytest.mark.parametrize("k", [3, 10, 100])
 def test_noise_multiplier_is_one_without_noise_and_decreases(k):
     assert noise.noise_multiplier(0.0, k) == 1.0

@@ -90,3 +90,40 @@ def test_fit_passes_the_batch_to_an_objective():
     history = train.fit(model, loss, ds, epochs=1, sampler=sampling.PKSampler(ds.labels, p=3, k=4, seed=0),
                         progress=False, device="cpu")
     assert len(history) == 1 and history.last["loss"] > 0
+
+
+def _norm(grads):
+    return torch.sqrt(sum((g ** 2).sum() for g in grads if g is not None)).item()
+
+
+def test_term_pulls_are_each_terms_value_and_gradient_by_hand_and_leave_training_state_alone():
+    torch.manual_seed(0)
+    model = models.MLP(6, 8, dropout=0.5)
+    x, y = torch.randn(20, 6), torch.arange(4).repeat_interleave(5)
+    loss = objective.objective("triplet", negatives="semihard-random", terms={"energy_confusion": 0.3, "mmd": 2.0})
+    model.train()
+    rng = torch.get_rng_state()
+    with torch.no_grad():  # as train.fit calls its evaluate
+        pulls = objective.term_pulls(loss, model, x, y)
+    assert model.training and torch.equal(rng, torch.get_rng_state())
+    assert all(p.grad is None for p in model.parameters())
+    model.eval()  # by hand: each term on its own graph, in eval mode, from the same random state
+    layer = list(model.embedding.parameters())
+    with torch.random.fork_rng():
+        z = model(x)
+        local = losses.triplet_loss(z, y, negatives="semihard-random")
+    ec = regularizers.energy_confusion(regularizers.embedding_layer_only(model), y, log=True, reduction="mean")
+    mmd = discrepancy.classwise_discrepancy(model(x), y, "mmd", sigma=0.05)
+    for name, value, weight in (("triplet", local, 1.0), ("energy_confusion", ec, 0.3), ("mmd", mmd, 2.0)):
+        assert pulls[name]["value"] == pytest.approx(value.item(), rel=1e-6)
+        grad = _norm(torch.autograd.grad(weight * value, layer, retain_graph=True))
+        assert pulls[name]["grad"] == pytest.approx(grad, rel=1e-5)
+    trunk = [p for p in model.parameters() if all(p is not q for q in layer)]
+    assert all(g is None for g in torch.autograd.grad(ec, trunk, allow_unused=True))  # EC: embedding layer only
+
+
+def test_term_pulls_leave_out_a_zero_weight_term_and_a_batch_without_pairs_pulls_nothing():
+    model = models.MLP(6, 8)
+    loss = objective.objective("triplet", terms={"energy_confusion": 0.0})
+    pulls = objective.term_pulls(loss, model, torch.randn(4, 6), torch.arange(4))  # no positive pairs
+    assert pulls == {"triplet": {"value": 0.0, "grad": 0.0}}

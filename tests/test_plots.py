@@ -56,6 +56,23 @@ def test_results_table_keeps_paper_beside_measured_when_the_first_row_has_no_pap
     assert t.loc["ours only", ("R@1", "paper")] == "–" and t.loc["both", ("NMI", "paper")] == 30.0
 
 
+def test_labels_write_the_papers_symbols_as_the_prose_does():
+    assert plots.label_html("L_Trip + L^W-GeomLoss") == "<i>L</i><sub>Trip</sub> + <i>L</i><sup>W</sup>-GeomLoss"
+    assert plots.label_html("only L_rim <b>") == "only <i>L</i><sub>rim</sub> &lt;b&gt;"  # the rest stays text
+    assert plots.label_html("MS, sym 0.2") == "MS, sym 0.2"  # no shorthand: unchanged
+    assert plots.label_tex("L_Trip + L^L") == r"$L_{\text{Trip}}$ + $L^{\text{L}}$"
+
+
+def test_styled_table_renders_labels_and_numbers_the_same_on_every_call():
+    t = plots.results_table({"L_Trip + L^W": {"R@1": [0.5, 0.7]}, "raw input": {"R@1": [0.25]}},
+                            paper={"L_Trip + L^W": {"R@1": 63.2}})
+    page = plots.styled(t).to_html()
+    assert page == plots.styled(t).to_html()  # no random element ids: nbval compares this HTML
+    assert "<i>L</i><sub>Trip</sub> + <i>L</i><sup>W</sup>" in page and 'class="dataframe"' in page
+    assert ">63.2<" in page and "63.200000" not in page and ">60.0 ± 14.1<" in page
+    assert plots.styled(t).data is t
+
+
 @pytest.mark.parametrize("shape", [(1, 40), (1, 8, 8), (3, 8, 8)], ids=["signals", "images", "colour"])
 def test_cluster_reconstructions_one_row_per_cluster(shape):
     x = torch.randn(12, *shape)  # colour images come ImageNet-normalised, outside [0, 1]
@@ -108,3 +125,41 @@ def test_gradient_flows_one_row_per_divergence_one_column_per_time():
     with pytest.raises(ValueError, match="'a' has 4 steps, fewer than the time 7"):
         plots.gradient_flows(flows, target, times=(0, 7))
     plt.close("all")
+
+
+def test_diagram_draws_one_box_per_node_and_one_arrow_per_edge_and_names_unknown_boxes():
+    nodes = {"encoder": (0.1, 0.5), "clusters": (0.5, 0.5), "loss": (0.9, 0.5)}
+    fig = plots.diagram(nodes, [("encoder", "clusters", "features"), ("clusters", "loss", "")])
+    ax = fig.axes[0]
+    arrows = [t for t in ax.texts if isinstance(t, matplotlib.text.Annotation)]
+    assert len(arrows) == 2 and all(a.arrow_patch is not None for a in arrows)
+    assert {t.get_text() for t in ax.texts if t not in arrows} == {"encoder", "clusters", "loss", "features"}
+    with pytest.raises(ValueError, match="decoder"):
+        plots.diagram(nodes, [("encoder", "decoder", "")])
+
+
+def test_similarity_histograms_show_no_overlap_for_separated_classes_and_full_overlap_for_one_cloud():
+    separated = torch.tensor([[1.0, 0.0]] * 5 + [[0.0, 1.0]] * 5)  # same class: cos 1, other class: cos 0
+    labels = [0] * 5 + [1] * 5
+    fig = plots.similarity_histograms({"separated": separated}, labels)
+    assert fig.axes[0].get_title().endswith("overlap 0.00")
+    cloud = torch.randn(400, 8, generator=torch.Generator().manual_seed(0))
+    fig = plots.similarity_histograms({"one cloud": cloud}, [0, 1] * 200, bins=4)
+    overlap = float(fig.axes[0].get_title().split("overlap ")[1])
+    assert overlap > 0.8  # labels carry no information: the two histograms nearly coincide
+    with pytest.raises(ValueError, match="NaN"):
+        plots.similarity_histograms({"bad": torch.full((4, 2), float("nan"))}, [0, 0, 1, 1])
+
+
+def test_easy_positives_draws_the_nearest_same_class_point_by_hand():
+    g = torch.Generator().manual_seed(1)
+    xy, y = torch.randn(30, 2, generator=g), torch.randint(0, 2, (30,), generator=g)
+    fig, ax = plt.subplots()
+    plots.easy_positives(ax, xy, y, anchors=[0, 7])
+    thick = [line for line in ax.lines if line.get_linewidth() == 2.0]
+    for anchor, line in zip([0, 7], thick):
+        mates = [j for j in range(30) if j != anchor and y[j] == y[anchor]]
+        nearest = min(mates, key=lambda j: float(((xy[j] - xy[anchor]) ** 2).sum()))
+        assert np.allclose(line.get_xydata(), xy[[anchor, nearest]].numpy())
+    with pytest.raises(ValueError, match="2-D"):
+        plots.easy_positives(ax, torch.randn(5, 3), [0, 0, 1, 1, 1], anchors=[0])

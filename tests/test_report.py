@@ -31,7 +31,7 @@ def test_record_shows_the_table_and_writes_nothing_outside_the_cli(monkeypatch, 
     monkeypatch.chdir(tmp_path)
     measured = {"a": {"R@1": [0.5, 0.7]}}
     shown = report.record("T", measured, {"a": {"R@1": 61.0}}, cfg=CFG, seeds=[0, 1], device="cpu")
-    pd.testing.assert_frame_equal(shown, plots.results_table(measured, {"a": {"R@1": 61.0}}))
+    pd.testing.assert_frame_equal(shown.data, plots.results_table(measured, {"a": {"R@1": 61.0}}))
     assert list(tmp_path.iterdir()) == []
 
 
@@ -96,8 +96,9 @@ def test_page_shows_mean_and_std_over_seeds_beside_the_paper():
     assert "Not run at full scale yet" not in page and "3 full-profile run(s)" in page
     values = np.array([80.0, 90.0, 85.0])
     expected = f"{values.mean():.1f} ± {np.std(values, ddof=1):.1f}"  # computed here, not by the package
-    row = next(line for line in page.splitlines() if line.startswith("| L_Trip |"))
-    assert row == f"| L_Trip | 91.0 | {expected} |"
+    trip = r"$L_{\text{Trip}}$"  # the row "L_Trip", in the page's math
+    row = next(line for line in page.splitlines() if line.startswith(f"| {trip} |"))
+    assert row == f"| {trip} | 91.0 | {expected} |"
     for needle in ("cuda: NVIDIA H100", "dml-tutorial run dcdl -p SEED 2", "seeds 0, 1, 2", "100 epochs"):
         assert needle in page
 
@@ -165,7 +166,7 @@ def test_a_recorded_run_reaches_the_page_with_paper_numbers_as_quoted(monkeypatc
                   seeds=[0, 1], device="cpu")
     run = report.run_file("dcdl", {}, recorded, "dml-tutorial run dcdl --profile full", 1.0)
     page = report.report_page("dcdl", chapters()["dcdl"], [json.loads(json.dumps(run))])
-    assert "| L_Trip | 91.0 | 85.0 ± 7.1 |" in page.splitlines()
+    assert r"| $L_{\text{Trip}}$ | 91.0 | 85.0 ± 7.1 |" in page.splitlines()
 
 
 def test_figures_are_saved_only_when_a_run_asks_for_them(monkeypatch, tmp_path):

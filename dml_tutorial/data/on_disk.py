@@ -92,7 +92,7 @@ def sop(root=DATA_ROOT, transform=None, test_transform=None, download=True, **_)
 def flowers102(root=DATA_ROOT, download=True, transform=None, test_transform=None, **_) -> Splits:
     """Oxford-102 Flowers (Nilsback & Zisserman 2008) in torchvision's layout ``root/flowers-102/{jpg/,
     imagelabels.mat}`` (``download=True`` fetches it through ``torchvision.datasets.Flowers102``); classes 1-51 for
-    training, 52-102 for testing. Paper 004 (section 6.1) does not state its split; this is the half split that
+    training, 52-102 for testing. Le & Odobez 2018 (section 6.1) does not state its split; this is the half split that
     CUB and Cars use, and our choice."""
     from scipy.io import loadmat
     from torchvision.datasets import Flowers102

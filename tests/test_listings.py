@@ -1,0 +1,56 @@
+"""Code as the reader sees it: every notebook code line, and every package function a page shows with
+``inspect.getsource``, fits the text column (88 characters) so no page needs horizontal scrolling."""
+
+import ast
+import importlib
+import inspect
+import json
+import re
+
+import pytest
+from conftest import ROOT
+
+COLUMN = 88
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+SHOWN = re.compile(r"(?:source|getsource)\(((?:[a-z_]+\.)+[a-z_]+)\)")  # source(losses.triplet_loss)
+
+
+def code_cells(path):
+    return ["".join(c["source"]) for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+
+
+def too_long(text):
+    return [line for line in text.split("\n") if len(line) > COLUMN]
+
+
+def shown_functions():
+    """(notebook, 'module.function') for every package function a notebook prints as code."""
+    for path in NOTEBOOKS:
+        for source in code_cells(path):
+            for name in SHOWN.findall(source):
+                yield path.name, name
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebook_code_fits_the_column(path):
+    long = [line for source in code_cells(path) for line in too_long(source)]
+    assert not long, f"{len(long)} code lines over {COLUMN} characters in {path.name}, e.g. {long[0]!r}"
+
+
+def test_the_listing_finder_sees_the_loss_zoo_and_a_chapter():
+    shown = {name for _, name in shown_functions()}
+    assert {"losses.triplet_loss", "losses.multi_similarity_loss", "dcdl.dcdl_loss"} <= shown
+
+
+@pytest.mark.parametrize("notebook, name", sorted(set(shown_functions())))
+def test_functions_shown_on_a_page_fit_the_column(notebook, name):
+    module, function = name.rsplit(".", 1)
+    fn = getattr(importlib.import_module(f"dml_tutorial.{module}"), function)
+    long = too_long(inspect.getsource(fn))
+    assert not long, f"{name} (shown in {notebook}) has lines over {COLUMN} characters: {long[0]!r}"
+
+
+def test_the_check_catches_a_long_line():
+    long_line = "x = " + " + ".join(["1"] * 40)
+    ast.parse(long_line)  # valid code, merely too wide
+    assert too_long(f"print(1)\n{long_line}") == [long_line]
