@@ -63,6 +63,7 @@ test: setup               ## unit tests and the book build on 2 workers, then nb
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks
+	$(BIN)/ruff check --select F,E9 notebooks
 
 clean:
 	rm -rf _build .pytest_cache

@@ -118,7 +118,7 @@ REFERENCES = ("raw input", "untrained network")
 
 
 def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,
-                  device="auto") -> Run:
+                  device="auto", train_embeddings: bool = False) -> Run:
     """A reference row measured exactly as a trained run is, with no training (DESIGN.md's evidence rules):
 
     - ``kind="raw input"``: the flattened input, L2-normalised, so that neighbours are by cosine (no network);
@@ -126,7 +126,9 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
 
     ``probe=True`` measures as :func:`train_and_probe` (a linear probe fitted on the training embeddings with the
     labels ``noise`` leaves, scored on the clean test labels; Recall@1), otherwise as :func:`train_and_retrieve`
-    (Recall@K, NMI and F1 on the test split). A trained row that does not beat both has learned nothing usable."""
+    (Recall@K, NMI and F1 on the test split). A trained row that does not beat both has learned nothing usable.
+    ``train_embeddings=True`` also keeps the training split's embeddings in ``Run.train_embeddings`` (for a table
+    measured on the seen classes too, as EPS's even/odd)."""
     check_choice(kind, REFERENCES, "reference")
     train_set = corrupt(splits.train, noise, seed, pairs) if probe else splits.train
     if kind == "raw input":
@@ -142,9 +144,9 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
         def encode(data):
             return train.embed(model, data, num_workers=cfg.get("workers", 0))
     start = time.perf_counter()
-    z_train, z_test = encode(train_set) if probe else None, encode(splits.test)
+    z_train, z_test = encode(train_set) if probe or train_embeddings else None, encode(splits.test)
     scores = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
-    return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History())
+    return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History(), train_embeddings=z_train)
 
 
 def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",

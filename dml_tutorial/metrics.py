@@ -135,3 +135,18 @@ def evaluate(embeddings, labels, ks=(1, 2, 4, 8), seed: int = 0) -> dict[str, fl
     out = {f"R@{k}": v for k, v in recall_at_k(embeddings, labels, ks).items()}
     out["NMI"] = nmi(embeddings, labels, seed=seed)
     return out
+
+
+def spectral_decay(embeddings, skip: int = 1) -> float:
+    """Roth et al. 2020's rho: how far the embedding's singular-value spectrum is from flat, as
+    KL(U || s) = sum_i (1/n) log((1/n) / s_i), with s the singular values of the ``[N, d]`` embedding matrix
+    (taken as given, not centred, as in the authors' ``rho_spectrum``), sorted, the ``skip`` largest left out
+    (the authors' ``rho_spectrum@k`` leaves out k - 1; the first carries the embeddings' common mean direction
+    on the sphere) and divided by their sum, and U uniform over the n that remain. 0: every direction used
+    alike; large: a few directions carry the embedding (low diversity of features)."""
+    z = check_embeddings(embeddings).detach().double()
+    s = torch.linalg.svdvals(z).numpy()[skip:]
+    if len(s) < 2 or s.sum() <= 0:
+        raise ValueError(f"need at least 2 singular values after skipping {skip}, from shape {tuple(z.shape)}")
+    s = np.maximum(s / s.sum(), 1e-300)
+    return float(np.mean(np.log((1 / len(s)) / s)))

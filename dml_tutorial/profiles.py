@@ -135,9 +135,11 @@ CHAPTERS["noise_guarantees"]["fashion"] = _fashion(
 CHAPTERS["ecaml"]["fashion"] = _fashion(
     "ecaml", seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12, lambdas=[0.1, 1.0],
     dropouts=[0.25], dims=[16, 128], compare_with="CARS")
+# EPS's even/odd experiment on Fashion-MNIST: classes 0-5 in two superclasses by the parity of their index, tops
+# (T-shirt, pullover, coat) and the rest (trouser, dress, sandal), 10 epochs of 100 batches of 64 on 2-D embeddings.
 CHAPTERS["eps"]["fashion"] = _fashion(
     "eps", seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12, positives_per_class=[2, 12],
-    positives_batches=100)
+    positives_batches=100, even_odd_dataset="fashion_mnist", even_odd_epochs=10)
 # CBSwR trains without labels on every training image of the seen classes: three passes of 64 images (+ views).
 CHAPTERS["cbswr"]["fashion"] = _fashion("cbswr", seen=FASHION_SEEN, epochs=3, max_shift=2, ks=[16, 64])
 CHAPTERS["dcdl"]["fashion"] = _fashion(

@@ -1,5 +1,6 @@
 """Code as the reader sees it: every notebook code line, and every package function a page shows with
-``inspect.getsource``, fits the text column (88 characters) so no page needs horizontal scrolling."""
+``inspect.getsource``, fits the text column (88 characters) so no page needs horizontal scrolling; and the
+notebooks' code passes pyflakes' checks (ruff's F rules: undefined names, unused imports, shadowed imports)."""
 
 import ast
 import importlib
@@ -54,3 +55,12 @@ def test_the_check_catches_a_long_line():
     long_line = "x = " + " + ".join(["1"] * 40)
     ast.parse(long_line)  # valid code, merely too wide
     assert too_long(f"print(1)\n{long_line}") == [long_line]
+
+
+def test_notebook_code_has_no_undefined_names_unused_imports_or_syntax_errors():
+    import subprocess
+    import sys
+
+    command = [sys.executable, "-m", "ruff", "check", "--select", "F,E9", "--output-format", "concise", "notebooks"]
+    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    assert run.returncode == 0, run.stdout + run.stderr

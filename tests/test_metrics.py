@@ -137,3 +137,18 @@ def test_linear_probe_separates_separable_data():
 def test_bad_input_is_a_value_error(call):
     with pytest.raises(ValueError):
         call()
+
+
+def test_spectral_decay_is_zero_for_a_flat_spectrum_and_matches_the_kl_by_hand():
+    from scipy.stats import entropy
+
+    flat = torch.eye(8) * 3.0  # eight equal singular values
+    assert metrics.spectral_decay(flat, skip=0) == pytest.approx(0.0, abs=1e-12)
+    z = torch.randn(50, 6, generator=torch.Generator().manual_seed(0))
+    s = np.linalg.svd(z.numpy().astype(np.float64), compute_uv=False)[1:]  # the largest left out
+    expected = entropy(np.full(len(s), 1 / len(s)), s / s.sum())  # scipy: KL(uniform || s)
+    assert metrics.spectral_decay(z) == pytest.approx(expected, rel=1e-9)
+    low_rank = z[:, :1] @ torch.ones(1, 6) + 1e-3 * z  # nearly one direction
+    assert metrics.spectral_decay(low_rank, skip=0) > metrics.spectral_decay(z, skip=0)
+    with pytest.raises(ValueError, match="singular values"):
+        metrics.spectral_decay(torch.randn(10, 2), skip=1)
