@@ -215,7 +215,6 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
       weights in ``Run.state``."""
     seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
     workers = cfg.get("workers", 0)
-
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
     probe = None
     if curves and len(getattr(loss_fn, "weights", {})) > 0:  # a local loss and class-wise terms: how each pulls
