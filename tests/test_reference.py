@@ -86,9 +86,11 @@ def test_record_checks_only_when_asked(record_file, monkeypatch):
 
 
 def _stored_text(notebook) -> str:
+    """Every stored output as text: plain text, and the HTML of the results tables (a pandas Styler's plain text
+    is only its repr)."""
     nb = json.loads(notebook.read_text())
-    return "\n".join("".join(o.get("data", {}).get("text/plain", "")) for c in nb["cells"] if c["cell_type"] == "code"
-                     for o in c.get("outputs", []))
+    return "\n".join("".join(o.get("data", {}).get(kind, "")) for c in nb["cells"] if c["cell_type"] == "code"
+                     for o in c.get("outputs", []) for kind in ("text/plain", "text/html"))
 
 
 @pytest.mark.parametrize("chapter", sorted(chapters()), ids=str)
