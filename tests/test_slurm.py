@@ -2,6 +2,7 @@
 started here as root with a small slurm.conf), a grid of two points of the loss-zoo chapter submitted through
 submitit, a job cancelled mid-way and resubmitted by the next call, a failing point reported with its log."""
 
+import json
 import os
 import shutil
 import signal
@@ -113,6 +114,13 @@ def test_a_grid_runs_resumes_and_resubmits_a_cancelled_job(cluster, tmp_path, mo
     files = sorted(p.name for p in (results / "loss_zoo").glob("*.json"))
     assert files == ["smoke_seed-0.json", "smoke_seed-1.json"]
     print(f"two points on SLURM: {time.time() - start:.0f} s")
+    # --wait returns once the results files exist; a job may still be completing in the queue for a moment, and
+    # the sweep would then see seed 1 as running instead of submitting it again (a race seen on a loaded machine)
+    first_jobs = json.loads((output / "loss_zoo" / "slurm" / "jobs.json").read_text()).values()
+    deadline = time.time() + 120
+    while any(_squeue(str(j)) for j in first_jobs):
+        assert time.time() < deadline, "the finished jobs never left the queue"
+        time.sleep(0.5)
 
     (results / "loss_zoo" / "smoke_seed-1.json").unlink()  # as if that run had never finished
     assert cli.main(argv) == 0  # submits it again, does not wait
