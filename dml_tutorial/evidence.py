@@ -41,6 +41,27 @@ def paired(a, b, confidence: float = 0.95) -> dict:
     return {"mean": mean, "std": sd, "ci": (mean - half, mean + half), "p": p, "n": n, "mde": mde}
 
 
+def mean_interval(values, confidence: float = 0.95) -> dict:
+    """The mean of per-seed ``values`` with its ``confidence`` interval (Student's t, n - 1 degrees of freedom):
+    ``{"mean", "std" (ddof=1), "ci": (low, high), "n"}``; one value, or no spread, gives a zero-width interval."""
+    v = np.asarray(values, dtype=float)
+    if v.ndim != 1 or len(v) == 0 or not np.isfinite(v).all():
+        raise ValueError(f"need a non-empty list of finite per-seed values, got {values!r}")
+    n, mean = len(v), float(v.mean())
+    sd = float(v.std(ddof=1)) if n > 1 else 0.0
+    half = float(stats.t.ppf(0.5 + confidence / 2, n - 1) * sd / np.sqrt(n)) if n > 1 else 0.0
+    return {"mean": mean, "std": sd, "ci": (mean - half, mean + half), "n": n}
+
+
+def tied_ranks(values: dict, confidence: float = 0.95) -> dict:
+    """``{name: rank}`` from ``{name: per-seed values}`` (higher is better): a method's rank is 1 + the number of
+    methods whose whole interval (:func:`mean_interval`) lies above its own, so methods whose intervals overlap
+    share a rank unless a third separates them ("1, 1, 3": the third is below both)."""
+    ci = {name: mean_interval(v, confidence)["ci"] for name, v in values.items()}
+    return {name: 1 + sum(low > high for other, (low, _) in ci.items() if other != name)
+            for name, (_, high) in ci.items()}
+
+
 def verdict(diff: dict, paper_gain: float | None = None) -> tuple[str, str]:
     """``(word, reason)`` for a claimed improvement, from :func:`paired`'s result and the paper's own gain (a
     fraction; ``None`` when the paper claims only a direction). The word is one of :data:`WORDS`."""

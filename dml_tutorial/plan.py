@@ -126,9 +126,28 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
              ("pretrained start", (1 + noisy) * s))]
 
 
+def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
+    from . import bench
+
+    names = bench.selected(cfg)
+    labelled = [n for n in names if bench.METHODS[n].supervised]
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    steps = _steps(cfg, n_train, batch)
+    unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
+    search = cfg["search_seeds"] * bench.SEARCH_BUDGET
+    noisy = sum(1 for r in cfg["rates"] if r)
+    return [Trainings("search, labelled", search * len(labelled), steps, batch, cfg["model"], shape),
+            Trainings("search, unsupervised", search * (len(names) - len(labelled)), unsup,
+                      2 * cfg["unsup_batch_size"], cfg["model"], shape),
+            Trainings("bench, labelled", s * len(labelled), steps, batch, cfg["model"], shape),
+            Trainings("bench, unsupervised", s * (len(names) - len(labelled)), unsup, 2 * cfg["unsup_batch_size"],
+                      cfg["model"], shape),
+            Trainings("noise rates and toplines", 2 * noisy * s * len(labelled), steps, batch, cfg["model"], shape)]
+
+
 #: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.
 COUNTS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _eps, "cbswr": _cbswr,
-          "noise_guarantees": _noise_guarantees}
+          "noise_guarantees": _noise_guarantees, "bench": _bench}
 
 
 def train_images(cfg: dict, root=data.DATA_ROOT) -> int:

@@ -343,3 +343,45 @@ def easy_positives(ax, xy, labels, anchors, modes=None, title: str = ""):
                    edgecolors="black", zorder=4)
     ax.set(title=title, xticks=[], yticks=[], aspect="equal")
     return ax
+
+
+def label_mpl(name) -> str:
+    """The same label for matplotlib's mathtext: ``"L_Trip + L^W"`` -> ``$L_{\\mathrm{Trip}}$ + $L^{\\mathrm{W}}$``."""
+    return _SUB_SUP.sub(lambda m: f"$L{m[1]}{{\\mathrm{{{m[2]}}}}}$", str(name))
+
+
+def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "MAP@R", title: str = ""):
+    """The bench's ranking (:func:`dml_tutorial.bench.ranking`: mean and 95% interval in points, rank with ties),
+    best at the top, each method labelled with its rank; ``references`` (``{name: value in points}``, e.g. the raw
+    input and the untrained network) as dashed vertical lines. Returns the figure."""
+    n = len(frame)
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.36 * n), constrained_layout=True)
+    y = np.arange(n)[::-1]
+    for yi, (name, r) in zip(y, frame.iterrows()):
+        ax.errorbar(r["mean"], yi, xerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="o",
+                    color=PALETTE[(int(r["rank"]) - 1) % len(PALETTE)], capsize=3)
+    ax.set_yticks(y, [f"{int(r['rank'])}. {label_mpl(name)}" for name, r in frame.iterrows()])
+    for i, (name, value) in enumerate((references or {}).items()):
+        ax.axvline(value, color="grey", ls=("--", ":")[i % 2], lw=1, label=f"{name}: {value:.1f}")
+    if references:
+        ax.legend(fontsize=8, loc="lower right")
+    ax.set(xlabel=f"{metric} on the unseen classes, % (mean and 95% CI over seeds)", title=title)
+    return fig
+
+
+def robustness(curves: dict, metric: str = "R@1", title: str = ""):
+    """Le & Odobez 2018's robustness plot for many methods: ``curves`` is ``{method: {p: interval}}`` with the
+    intervals of :func:`dml_tutorial.bench.robustness` (mean ratio to the (1 - p) topline, 95% CI); one line per
+    method with its band, and 1 (noise costs nothing beyond the lost samples) in grey. Returns the figure."""
+    fig, ax = plt.subplots(figsize=(8.5, 4.6), constrained_layout=True)
+    for i, (name, by_rate) in enumerate(curves.items()):
+        rates = sorted(by_rate)
+        mean = [by_rate[p]["mean"] for p in rates]
+        low, high = ([by_rate[p]["ci"][j] for p in rates] for j in (0, 1))
+        colour, style = PALETTE[i % len(PALETTE)], ("-", "--")[i // 10 % 2]
+        ax.plot(rates, mean, style, marker="o", ms=4, color=colour, label=label_mpl(name))
+        ax.fill_between(rates, low, high, color=colour, alpha=0.12, lw=0)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
+    ax.set(xlabel="symmetric label noise rate p", ylabel=f"{metric}: noisy / (1 - p) topline", title=title)
+    return fig

@@ -111,6 +111,23 @@ CHAPTERS = {
                  "rates": [0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6], "skew_rate": 0.4,
                  "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
+    # Chapter 8, one bench for every method: one backbone, one budget, the same seeds and search for each method
+    # (bench.METHODS); labelled runs as the noise-guarantees chapter trains them (a fixed number of batches, so the
+    # (1 - p) topline takes as many steps), the unsupervised methods for as many passes over the images.
+    "bench": {
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "model": "mlp", "dim": 64, "dropout": 0.0,
+                  "epochs": 10, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2, "methods": None,
+                  "rates": [0.0, 0.4], "held_out": 2, "search_seeds": 1, "unsup_epochs": 10,
+                  "unsup_batch_size": 64, "unsup_lr": 1e-3, "max_shift": 1,
+                  "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
+        "full": {"dataset": "cub200", "seen": None, "model": "resnet50", "dim": 128, "dropout": 0.0,
+                 "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
+                 "lr_step": None, "p": 16, "k": 4, "n_seeds": 1, "threads": None, "methods": None,
+                 "rates": [0.0, 0.2, 0.4, 0.6], "held_out": 20, "search_seeds": 1, "unsup_epochs": 20,
+                 "unsup_batch_size": 64, "unsup_lr": 1e-3, "max_shift": 1,
+                 "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
+    },
 }
 
 
@@ -145,6 +162,11 @@ CHAPTERS["cbswr"]["fashion"] = _fashion("cbswr", seen=FASHION_SEEN, epochs=3, ma
 CHAPTERS["dcdl"]["fashion"] = _fashion(
     "dcdl", epochs=10, batches_per_epoch=100, terms=["L", "W"], alone_noise=[None], lambdas=[5.0])
 
+# The bench on Fashion-MNIST: every method, 5 seeds, noise rates 0-0.6 with their toplines; labelled runs as the
+# other chapters' (10 epochs of 100 batches of 5 classes x 12: two passes), the unsupervised methods two passes too.
+CHAPTERS["bench"]["fashion"] = _fashion(
+    "bench", seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12, rates=[0.0, 0.2, 0.4, 0.6],
+    unsup_epochs=2, max_shift=2)
 
 # The colab profile's budget, before any T4 measured it: an H100 trained these backbones at the images per second of
 # benchmarks/results/train_step_cuda.json (vgg9 12,770 in float32; googlenet 4,516, resnet34 3,080, resnet50 3,180
@@ -186,6 +208,11 @@ CHAPTERS["cbswr"]["colab"] = _colab("cbswr", epochs=8, ks=[])
 # with the (1 - p) topline (9 runs + 1 skew run + 2 from a pre-trained start, x 5 epochs of 100 batches).
 CHAPTERS["noise_guarantees"]["colab"] = _colab("noise_guarantees", epochs=5, rates=[0.0, 0.4])
 
+# The bench: CUB and ResNet-50, four labelled methods at their papers' settings (no search), p = 0 and 0.4 with the
+# topline (12 runs x 5 epochs of 50 batches of 64).
+CHAPTERS["bench"]["colab"] = _colab("bench", epochs=5, batches_per_epoch=50, rates=[0.0, 0.4], search_seeds=0,
+                                    methods=["Triplet, random semi-hard", "Triplet + L^W", "Triplet + EC",
+                                             "EPS + Triplet"])
 
 def resolve_profile(profile: str = "auto") -> str:
     """``"auto"`` -> ``"colab"`` with CUDA, ``"smoke"`` without; the named profiles pass through."""

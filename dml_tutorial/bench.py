@@ -1,0 +1,188 @@
+"""Chapter 8's bench: every method of the course on one backbone, one dataset, one budget of training and the
+same seeds, with the same hyperparameter search for each (Musgrave et al. 2020, "A Metric Learning Reality
+Check": gains shrink when methods are compared so), and each one's robustness to label noise measured as Le &
+Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p clean samples).
+
+    val = bench.validation_split(splits, held_out=2)            # inside the seen classes
+    run = bench.run(splits, "Triplet + EC", cfg, value=0.1, seed=0)
+    run.metrics  # {"MAP@R": ..., "R@1": ..., "NMI": ..., "seconds": ...}
+
+A method (:data:`METHODS`) is a local loss of the zoo with its sampling strategy, plus at most one class-wise term
+of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutorial.clustering` (SME, CBSwR), which
+sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
+the paper's own setting among them. Every method is measured by :func:`scores`, on the same test embeddings.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import clustering, dcdl, ecaml, evidence, experiment, metrics
+from .data import Splits
+from .objective import TERMS, objective
+
+#: Candidates per method: every method gets exactly this many trainings in the search.
+SEARCH_BUDGET = 3
+
+
+@dataclass(frozen=True)
+class Method:
+    """``local`` (a key of :data:`dml_tutorial.objective.LOCAL`) with ``options`` (its sampling strategies), or the
+    :mod:`~dml_tutorial.clustering` method ``unsupervised``; ``knob`` is the searched hyperparameter: a term of
+    :data:`dml_tutorial.objective.TERMS` (its weight), ``"lr"`` (the learning rate), a local-loss option, or a
+    setting of the unsupervised method (``tau``, ``k``); ``values`` its candidates, the paper's default first."""
+
+    name: str
+    knob: str
+    values: tuple
+    local: str | None = None
+    options: tuple = ()
+    unsupervised: str | None = None
+
+    @property
+    def supervised(self) -> bool:
+        return self.unsupervised is None
+
+
+_TRIPLET = (("negatives", "semihard-random"),)
+#: The bench's methods, by the name its tables use.
+METHODS = {m.name: m for m in (
+    Method("Triplet, random semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET),
+    Method("Triplet, fixed semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", (("negatives", "semihard-fixed"),)),
+    Method("Margin", "beta", (1.2, 0.8, 1.0), "margin"),
+    Method("MS", "lam", (1.0, 0.5, 0.75), "multi_similarity"),
+    # on unit-norm embeddings N-pair has no free hyperparameter (its l2_reg acts on norms the model fixes)
+    Method("N-pair", "lr", (1e-3, 3e-4, 3e-3), "npairs"),
+    Method("Binomial", "beta", (0.5, 0.3, 0.7), "binomial"),
+    Method("Triplet + L^W", "sinkhorn", (dcdl.LAMBDA["W"], 0.1, 5.0), "triplet", _TRIPLET),
+    Method("Triplet + L^L", "mmd", (dcdl.LAMBDA["L"], 0.05, 1.0), "triplet", _TRIPLET),
+    Method("Triplet + EC", "energy_confusion", (ecaml.LAMBDA["triplet"], 0.1, 1.0), "triplet", _TRIPLET),
+    Method("EPS + Triplet", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET + (("positives", "easy"),)),
+    Method("SME", "tau", (clustering.TAU, 0.05, 0.2), unsupervised="SME"),
+    Method("CBSwR", "k", (clustering.K, 16, 64), unsupervised="CBSwR"),
+)}
+assert all(len(m.values) == SEARCH_BUDGET for m in METHODS.values())
+
+
+def method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose one of {', '.join(METHODS)}")
+    return METHODS[name]
+
+
+def selected(cfg: dict) -> list[str]:
+    """The methods a profile runs: ``cfg["methods"]`` (names of :data:`METHODS`), or all of them when ``None``."""
+    names = list(METHODS) if cfg.get("methods") is None else list(cfg["methods"])
+    for name in names:
+        method(name)  # an unknown name fails here, before any training
+    return names
+
+
+def make_loss(name: str, value=None):
+    """The :class:`~dml_tutorial.objective.Objective` of a supervised method, its knob at ``value`` (``None``: the
+    default, ``values[0]``). ``Triplet + EC`` at 0.1 is ``objective("triplet", negatives="semihard-random",
+    terms={"energy_confusion": 0.1})``."""
+    m = method(name)
+    if not m.supervised:
+        raise ValueError(f"{name} is unsupervised: it has no loss on labelled batches (see bench.run)")
+    value = m.values[0] if value is None else value
+    options = dict(m.options)
+    terms = {m.knob: value} if m.knob in TERMS else {}
+    if m.knob not in TERMS and m.knob != "lr":
+        options[m.knob] = value
+    return objective(m.local, terms=terms, name=name, **options)
+
+
+def settings(name: str, cfg: dict, value=None) -> dict:
+    """``cfg`` as method ``name`` trains with it at ``value``: the learning rate for the ``lr`` knob; for the
+    unsupervised methods their own epochs, batch size and learning rate (``unsup_*``) and the knob."""
+    m = method(name)
+    value = m.values[0] if value is None else value
+    out = dict(cfg)
+    if m.knob == "lr":
+        out["lr"] = value
+    if not m.supervised:
+        out.update(epochs=cfg["unsup_epochs"], lr=cfg["unsup_lr"], batch_size=cfg["unsup_batch_size"])
+        out[m.knob] = value
+    return out
+
+
+def scores(z, labels, seed: int = 0) -> dict:
+    """The bench's three measures on one test embedding: MAP@R (Musgrave et al. 2020), Recall@1 and NMI
+    (k-means with as many clusters as classes, ``seed``)."""
+    return {"MAP@R": metrics.map_at_r(z, labels), "R@1": metrics.recall_at_k(z, labels, (1,))[1],
+            "NMI": metrics.nmi(z, labels, seed=seed)}
+
+
+def run(splits, name: str, cfg: dict, *, value=None, seed: int = 0, device="auto", noise=None,
+        fraction: float = 1.0) -> experiment.Run:
+    """Train method ``name`` (its knob at ``value``) on ``splits.train`` and measure :func:`scores` on
+    ``splits.test``. Supervised methods: :func:`dml_tutorial.experiment.train_and_retrieve` on P x K batches
+    (``cfg["p"]`` classes, at most as many as the training split has, x ``cfg["k"]``, so the batch size is
+    kept when a validation split has fewer classes), with label ``noise`` and a ``fraction`` of the samples.
+    Unsupervised methods: :func:`dml_tutorial.clustering.train_and_retrieve`; labels never reach them, so
+    ``noise`` and ``fraction`` are refused."""
+    m, cfg_m = method(name), settings(name, cfg, value)
+    if m.supervised:
+        classes = len(np.unique(splits.train.labels))
+        p = min(cfg["p"], classes)
+        result = experiment.train_and_retrieve(splits, make_loss(name, value), cfg_m, p=p,
+                                               k=cfg["p"] * cfg["k"] // p, seed=seed, device=device, noise=noise,
+                                               fraction=fraction)
+    else:
+        if noise is not None or fraction != 1.0:
+            raise ValueError(f"{name} trains without labels: label noise and the topline do not apply to it")
+        result = clustering.train_and_retrieve(splits, m.unsupervised, cfg_m, seed=seed, device=device)
+    seconds = result.metrics["seconds"]
+    result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed), "seconds": seconds}
+    return result
+
+
+def validation_split(splits, held_out: int = 2) -> Splits:
+    """Inside the training split only (the seen classes): its last ``held_out`` classes become the test side, the
+    others the training side, so a search never looks at a test class or a test image."""
+    classes = np.unique(splits.train.labels)
+    if not 0 < held_out < len(classes) - 1:
+        raise ValueError(f"held_out must leave at least two training classes of {len(classes)}, got {held_out}")
+    test = np.isin(splits.train.labels, classes[-held_out:])
+    return Splits(splits.name, "validation", splits.train.subset(~test), splits.train.subset(test), splits.source,
+                  list(splits.class_names))
+
+
+def choose(results: dict, metric: str = "MAP@R") -> dict:
+    """``{name: value}``: for each method, the candidate whose runs reach the highest mean ``metric``, from
+    ``{(name, value): [Run per seed]}`` (ties: the first candidate listed, the paper's default)."""
+    best = {}
+    for (name, value), runs in results.items():
+        mean = float(np.mean([r.metrics[metric] for r in runs]))
+        if name not in best or mean > best[name][1]:
+            best[name] = (value, mean)
+    return {name: value for name, (value, _) in best.items()}
+
+
+def robustness(noisy, topline, metric: str = "R@1") -> dict:
+    """Le & Odobez 2018's robustness at one noise rate p: ``metric`` trained on noisy labels over ``metric`` of
+    the topline trained on the 1 - p clean samples, one ratio per seed (paired: the same seed draws the noise and
+    the subsample), then :func:`dml_tutorial.evidence.mean_interval` of the ratios (1: noise costs only the
+    wrong labels' samples)."""
+    if len(noisy) != len(topline) or not noisy:
+        raise ValueError(f"need as many noisy runs as topline runs, got {len(noisy)} and {len(topline)}")
+    ratios = [n.metrics[metric] / t.metrics[metric] for n, t in zip(noisy, topline)]
+    return {**evidence.mean_interval(ratios), "ratios": ratios}
+
+
+def ranking(values: dict) -> "pd.DataFrame":
+    """``{method: per-seed values}`` (higher is better) as a table sorted best first: mean, 95% interval (in
+    points) and the rank with ties of :func:`dml_tutorial.evidence.tied_ranks`."""
+    import pandas as pd
+
+    ranks = evidence.tied_ranks(values)
+    rows = []
+    for name, v in values.items():
+        iv = evidence.mean_interval(v)
+        rows.append({"method": name, "mean": 100 * iv["mean"], "low": 100 * iv["ci"][0], "high": 100 * iv["ci"][1],
+                     "seeds": iv["n"], "rank": ranks[name]})
+    frame = pd.DataFrame(rows, columns=["method", "mean", "low", "high", "seeds", "rank"])
+    return frame.sort_values(["rank", "mean"], ascending=[True, False]).set_index("method")
