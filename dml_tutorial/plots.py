@@ -268,18 +268,18 @@ def diagram(nodes: dict, edges, size=(10, 4.2), title: str = ""):
     ax.set(xlim=(0, 1), ylim=(0, 1), xticks=[], yticks=[])
     ax.axis("off")
     boxes = {name: ax.text(x, y, name, ha="center", va="center", fontsize=9, zorder=2,
-                           bbox=dict(boxstyle="round,pad=0.4", facecolor=PALETTE[i % 10] + (0.18,),
-                                     edgecolor="0.3"))
+                           bbox={"boxstyle": "round,pad=0.4", "facecolor": PALETTE[i % 10] + (0.18,),
+                                 "edgecolor": "0.3"})
              for i, (name, (x, y)) in enumerate(nodes.items())}
     fig.canvas.draw()  # places the boxes, so that each arrow can stop at their edges
     for a, b, label in edges:
         ax.annotate("", xy=nodes[b], xytext=nodes[a], zorder=1,
-                    arrowprops=dict(arrowstyle="-|>", color="0.25", lw=1.1, shrinkA=1, shrinkB=1,
-                                    patchA=boxes[a].get_bbox_patch(), patchB=boxes[b].get_bbox_patch()))
+                    arrowprops={"arrowstyle": "-|>", "color": "0.25", "lw": 1.1, "shrinkA": 1, "shrinkB": 1,
+                                "patchA": boxes[a].get_bbox_patch(), "patchB": boxes[b].get_bbox_patch()})
         if label:
             (xa, ya), (xb, yb) = nodes[a], nodes[b]
             ax.text((xa + xb) / 2, (ya + yb) / 2, label, ha="center", va="center", fontsize=8, color="0.2",
-                    zorder=3, bbox=dict(facecolor="white", edgecolor="none", pad=1.0))
+                    zorder=3, bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0})
     if title:
         ax.set_title(title)
     return fig

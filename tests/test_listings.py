@@ -62,5 +62,5 @@ def test_notebook_code_has_no_undefined_names_unused_imports_or_syntax_errors():
     import sys
 
     command = [sys.executable, "-m", "ruff", "check", "--select", "F,E9", "--output-format", "concise", "notebooks"]
-    run = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
+    run = subprocess.run(command, check=False, cwd=ROOT, capture_output=True, text=True)
     assert run.returncode == 0, run.stdout + run.stderr

@@ -154,7 +154,7 @@ def test_similarity_histograms_show_no_overlap_for_separated_classes_and_full_ov
 def test_easy_positives_draws_the_nearest_same_class_point_by_hand():
     g = torch.Generator().manual_seed(1)
     xy, y = torch.randn(30, 2, generator=g), torch.randint(0, 2, (30,), generator=g)
-    fig, ax = plt.subplots()
+    _fig, ax = plt.subplots()
     plots.easy_positives(ax, xy, y, anchors=[0, 7])
     thick = [line for line in ax.lines if line.get_linewidth() == 2.0]
     for anchor, line in zip([0, 7], thick):

@@ -1,0 +1,217 @@
+"""Chapter 8's bench: every method is the objective it claims to be (its knob reaches the loss, the value is the
+sum of its terms, finite on degenerate batches), the validation split never sees a test class, the search keeps
+the best candidate, the robustness ratio is paired by seed, the intervals and the tied ranks match scipy and
+hand-worked cases, and one labelled and one unsupervised method run end to end."""
+
+import inspect
+from types import SimpleNamespace
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+from scipy import stats
+
+from dml_tutorial import (
+    bench,
+    data,
+    evidence,
+    experiment,
+    losses,
+    metrics,
+    models,
+    objective,
+    plan,
+    plots,
+    profiles,
+)
+
+matplotlib.use("Agg")
+LABELLED = [n for n, m in bench.METHODS.items() if m.supervised]
+
+
+def _model():
+    torch.manual_seed(0)
+    return models.make_model("mlp", (1, 4, 4), 8)
+
+
+def _batch(labels, same=False, seed=0):
+    model = _model()
+    x = torch.rand(len(labels), 1, 4, 4, generator=torch.Generator().manual_seed(seed))
+    if same:
+        x = x[:1].expand_as(x).clone()
+    return model(x), torch.as_tensor(labels), SimpleNamespace(x=x, indices=None, model=model)
+
+
+def test_every_method_has_the_same_search_budget_with_the_papers_setting_first():
+    assert all(len(m.values) == bench.SEARCH_BUDGET and len(set(m.values)) == bench.SEARCH_BUDGET
+               for m in bench.METHODS.values())
+    assert bench.METHODS["Triplet + L^W"].values[0] == 0.5  # DCDL's lambda for L^W (dcdl.LAMBDA)
+    assert bench.METHODS["Triplet + EC"].values[0] == 0.02  # ECAML's lambda for the triplet loss
+    assert {m.unsupervised for m in bench.METHODS.values()} == {None, "SME", "CBSwR"}
+
+
+@pytest.mark.parametrize("name", LABELLED)
+@pytest.mark.parametrize("labels, same", [([0, 0, 1, 1, 2, 2], False), ([0, 0, 1, 1, 2, 2], True),
+                                          ([3, 3, 3, 3], False), ([0, 1, 2, 3], False), ([0, 1], True)])
+def test_every_labelled_method_is_finite_and_differentiable_on_degenerate_batches(name, labels, same):
+    # one class only (no negatives), no positive pair, identical embeddings, two samples
+    z, y, batch = _batch(labels, same)
+    value = bench.make_loss(name)(z, y, batch)
+    assert torch.isfinite(value)
+    value.backward()
+    assert all(torch.isfinite(p.grad).all() for p in batch.model.parameters() if p.grad is not None)
+
+
+@pytest.mark.parametrize("name", LABELLED)
+def test_every_method_is_the_weighted_sum_of_its_terms(name):
+    z, y, batch = _batch([0, 0, 0, 1, 1, 1, 2, 2, 2, 3, 3, 3])
+    loss = bench.make_loss(name)
+    parts = loss.parts(z, y, batch, **_sampler(loss))
+    m = bench.METHODS[name]
+    expected = parts[m.local] + sum(m.values[0] * parts[t] for t in parts if t != m.local)
+    assert len(parts) == (2 if m.knob in ("sinkhorn", "mmd", "energy_confusion") else 1)
+    torch.testing.assert_close(loss(z, y, batch, **_sampler(loss)), expected)
+
+
+def _sampler(loss):
+    """A fixed generator for the losses that sample (random semi-hard or distance-weighted negatives)."""
+    samples = "generator" in inspect.signature(objective.LOCAL[loss.local]).parameters
+    return {"generator": torch.Generator().manual_seed(1)} if samples else {}
+
+
+@pytest.mark.parametrize("value", [0.1, 0.4])
+def test_the_searched_margin_reaches_the_triplet_loss(value):
+    z, y, _ = _batch([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    ours = bench.make_loss("Triplet, fixed semi-hard", value)(z, y)
+    direct = losses.triplet_loss(z, y, margin=value, negatives="semihard-fixed")
+    torch.testing.assert_close(ours, direct)
+    eps = bench.make_loss("EPS + Triplet", value)(z, y, generator=torch.Generator().manual_seed(2))
+    torch.testing.assert_close(eps, losses.triplet_loss(z, y, margin=value, positives="easy",
+                                                        generator=torch.Generator().manual_seed(2)))
+
+
+def test_a_term_weight_and_the_learning_rate_go_where_they_belong():
+    assert bench.make_loss("Triplet + EC", 1.0).weights == {"energy_confusion": 1.0}
+    assert bench.make_loss("N-pair", 3e-3).weights == {}
+    cfg = profiles.settings("bench", "smoke")
+    assert bench.settings("N-pair", cfg, 3e-3)["lr"] == 3e-3 and bench.settings("MS", cfg, 0.5)["lr"] == cfg["lr"]
+    sme = bench.settings("SME", cfg, 0.05)
+    assert (sme["tau"], sme["epochs"], sme["lr"], sme["batch_size"]) == (0.05, cfg["unsup_epochs"], cfg["unsup_lr"],
+                                                                         cfg["unsup_batch_size"])
+    assert bench.settings("CBSwR", cfg, 16)["k"] == 16  # CBSwR's clusters, not the P x K batch's k
+
+
+def test_unknown_and_unsupervised_names_are_clear_errors():
+    with pytest.raises(ValueError, match="unknown method 'Triplet\\+EC'"):
+        bench.make_loss("Triplet+EC")
+    with pytest.raises(ValueError, match="SME is unsupervised"):
+        bench.make_loss("SME")
+    with pytest.raises(ValueError, match="unknown method 'nope'"):
+        bench.selected({"methods": ["MS", "nope"]})
+    assert bench.selected({"methods": None}) == list(bench.METHODS)
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return data.load_dataset("digits", split="classes", seen=range(6), seed=0)
+
+
+def test_the_validation_split_holds_out_training_classes_and_never_a_test_class(digits):
+    val = bench.validation_split(digits, held_out=2)
+    train_classes, val_classes = set(np.unique(val.train.labels)), set(np.unique(val.test.labels))
+    assert train_classes == {0, 1, 2, 3} and val_classes == {4, 5}
+    assert len(val.train) + len(val.test) == len(digits.train)
+    assert not (train_classes | val_classes) & set(np.unique(digits.test.labels))
+    for bad in (0, 5, 6):
+        with pytest.raises(ValueError, match="held_out must leave at least two training classes"):
+            bench.validation_split(digits, held_out=bad)
+
+
+def _runs(values, metric="MAP@R"):
+    return [SimpleNamespace(metrics={metric: v}) for v in values]
+
+
+def test_choose_keeps_the_best_mean_and_the_first_candidate_on_a_tie():
+    results = {("A", 0.2): _runs([0.5, 0.7]), ("A", 0.1): _runs([0.65, 0.65]), ("A", 0.4): _runs([0.1, 0.2]),
+               ("B", 1.0): _runs([0.3]), ("B", 2.0): _runs([0.3])}
+    assert bench.choose(results) == {"A": 0.1, "B": 1.0}
+
+
+def test_robustness_is_the_per_seed_ratio_with_its_t_interval():
+    noisy, topline = _runs([0.4, 0.5, 0.6], "R@1"), _runs([0.5, 0.5, 0.5], "R@1")
+    out = bench.robustness(noisy, topline)
+    assert out["ratios"] == pytest.approx([0.8, 1.0, 1.2])
+    low, high = stats.t.interval(0.95, 2, loc=1.0, scale=stats.sem([0.8, 1.0, 1.2]))
+    assert out["mean"] == pytest.approx(1.0) and out["ci"] == pytest.approx((low, high))
+    with pytest.raises(ValueError, match="as many noisy runs as topline runs"):
+        bench.robustness(noisy, topline[:2])
+
+
+def test_mean_interval_matches_scipy_and_refuses_what_it_cannot_use():
+    values = [0.61, 0.64, 0.58, 0.66, 0.6]
+    out = evidence.mean_interval(values)
+    assert out["ci"] == pytest.approx(stats.t.interval(0.95, 4, loc=np.mean(values), scale=stats.sem(values)))
+    assert evidence.mean_interval([0.3])["ci"] == (0.3, 0.3)
+    for bad in ([], [0.1, float("nan")], [[0.1, 0.2]]):
+        with pytest.raises(ValueError, match="finite per-seed values"):
+            evidence.mean_interval(bad)
+
+
+def test_tied_ranks_share_a_rank_until_an_interval_lies_wholly_above():
+    tight = [-0.01, 0.0, 0.01]  # interval about +/- 0.025 around the mean
+    values = {"A": [1.0 + t for t in tight], "B": [0.99 + t for t in tight], "C": [0.5 + t for t in tight]}
+    assert evidence.tied_ranks(values) == {"A": 1, "B": 1, "C": 3}
+    # a chain: A overlaps B, B overlaps C, but A lies above C: C is below one method
+    chain = {"A": [0.96 + t for t in tight], "B": [0.93 + t for t in tight], "C": [0.90 + t for t in tight]}
+    assert evidence.tied_ranks(chain) == {"A": 1, "B": 1, "C": 2}
+    frame = bench.ranking(values)
+    assert list(frame.index) == ["A", "B", "C"] and list(frame["rank"]) == [1, 1, 3]
+    assert frame.loc["A", "mean"] == pytest.approx(100.0)
+
+
+@pytest.mark.parametrize("name", ["Triplet + EC", "SME"])
+def test_a_labelled_and_an_unsupervised_method_run_end_to_end(digits, name):
+    cfg = profiles.settings("bench", "smoke", epochs=1, batches_per_epoch=3, unsup_epochs=1)
+    run = bench.run(digits, name, cfg, seed=0, device="cpu")
+    assert set(run.metrics) == {"MAP@R", "R@1", "NMI", "seconds"}
+    assert run.metrics["MAP@R"] == pytest.approx(metrics.map_at_r(run.test_embeddings, digits.test.labels))
+    assert all(0 <= run.metrics[m] <= 1 for m in ("MAP@R", "R@1", "NMI"))
+    if name == "SME":
+        with pytest.raises(ValueError, match="trains without labels"):
+            bench.run(digits, name, cfg, noise=("symmetric", 0.2))
+
+
+def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monkeypatch):
+    seen = {}
+
+    def fake(splits, loss_fn, cfg, *, p, k, **kw):
+        seen.update(p=p, k=k)
+        return experiment.Run({"seconds": 0.0}, torch.eye(len(splits.test), 4)[:, :4], None)
+
+    monkeypatch.setattr(experiment, "train_and_retrieve", fake)
+    cfg = profiles.settings("bench", "smoke")
+    bench.run(bench.validation_split(digits, 2), "MS", cfg)
+    assert seen["p"] == 4 and seen["p"] * seen["k"] == cfg["p"] * cfg["k"]
+
+
+@pytest.mark.parametrize("profile", ["smoke", "fashion", "colab", "full"])
+def test_the_plan_counts_every_grid_of_the_chapter(profile):
+    cfg = profiles.settings("bench", profile)
+    names = bench.selected(cfg)
+    labelled = sum(bench.METHODS[n].supervised for n in names)
+    noisy = sum(1 for r in cfg["rates"] if r)
+    expected = (bench.SEARCH_BUDGET * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
+                + 2 * noisy * cfg["n_seeds"] * labelled)
+    assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
+
+
+def test_ranking_and_robustness_figures_draw_one_mark_per_method():
+    values = {"Triplet + L^W": [0.5, 0.52, 0.49], "MS": [0.4, 0.41, 0.42]}
+    fig = plots.ranking(bench.ranking(values), {"raw input": 45.0})
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert labels == ["1. Triplet + $L^{\\mathrm{W}}$", "2. MS"]
+    curves = {"A": {0.0: {"mean": 1.0, "ci": (1.0, 1.0)}, 0.4: {"mean": 0.9, "ci": (0.8, 1.0)}}}
+    fig = plots.robustness(curves)
+    assert [line.get_label() for line in fig.axes[0].get_lines()][:1] == ["A"]
+    assert list(fig.axes[0].get_lines()[0].get_ydata()) == [1.0, 0.9]
