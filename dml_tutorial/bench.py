@@ -10,7 +10,11 @@ Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p clean s
 A method (:data:`METHODS`) is a local loss of the zoo with its sampling strategy, plus at most one class-wise term
 of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutorial.clustering` (SME, CBSwR), which
 sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
-the paper's own setting among them. Every method is measured by :func:`scores`, on the same test embeddings.
+the paper's own setting among them. Each loss keeps the reduction of its definition (:mod:`dml_tutorial.losses`:
+the triplet loss the mean over its sampled triplets, zeros included; the margin loss the mean over its non-zero
+terms; multi-similarity a mean over anchors, N-pair over anchor/positive pairs, binomial over ordered pairs),
+each added term its own (:mod:`dml_tutorial.objective`). Every method is measured by :func:`scores`, on the same
+test embeddings.
 """
 
 from __future__ import annotations
@@ -184,3 +188,20 @@ def ranking(values: dict) -> pd.DataFrame:
                      "seeds": iv["n"], "rank": ranks[name]})
     frame = pd.DataFrame(rows, columns=["method", "mean", "low", "high", "seeds", "rank"])
     return frame.sort_values(["rank", "mean"], ascending=[True, False]).set_index("method")
+
+
+def versus(values: dict, base: str) -> pd.DataFrame:
+    """Every method of ``{method: per-seed values}`` against ``base``, paired by seed (the same seed gives the same
+    initialisation and batches, :func:`dml_tutorial.evidence.paired`): the gain's mean and 95% interval in points
+    and the word "better" / "worse" where the interval excludes 0, else "tied". ``base`` itself is left out."""
+    if base not in values:
+        raise ValueError(f"the baseline {base!r} is not among the methods {list(values)}")
+    rows = []
+    for name, v in values.items():
+        if name == base:
+            continue
+        d = evidence.paired(values[base], v)
+        low, high = d["ci"]
+        word = "better" if low > 0 else "worse" if high < 0 else "tied"
+        rows.append({"method": name, "gain": 100 * d["mean"], "low": 100 * low, "high": 100 * high, "": word})
+    return pd.DataFrame(rows, columns=["method", "gain", "low", "high", ""]).set_index("method")

@@ -150,18 +150,20 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
 
 
 def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",
-               kinds=REFERENCES) -> dict:
+               kinds=REFERENCES, train_embeddings: bool = False) -> dict:
     """``{(kind, column): [Run per seed]}`` for both :data:`REFERENCES`, in the key format of :func:`grid`, so that
     a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
     ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
     clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0). ``kinds``
-    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded)."""
+    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded);
+    ``train_embeddings`` keeps the training split's embeddings too (:func:`reference_run`)."""
     out = {}
     for kind in kinds:
         for n in noises:
             column = "" if noises == (None,) and not probe else label_noise.describe(n)
             once = kind == "raw input" and (not probe or n is None)
-            runs = [reference_run(splits, cfg, kind, probe=probe, noise=n, pairs=pairs, seed=s, device=device)
+            runs = [reference_run(splits, cfg, kind, probe=probe, noise=n, pairs=pairs, seed=s, device=device,
+                                  train_embeddings=train_embeddings)
                     for s in (list(seeds)[:1] if once else seeds)]
             out[(kind, column)] = runs * len(list(seeds)) if once else runs
     return out

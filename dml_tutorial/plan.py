@@ -127,7 +127,7 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
 
 
 def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
-    from . import bench
+    from . import bench  # the unsupervised search's steps are counted at the whole split's size: an upper bound
 
     names = bench.selected(cfg)
     labelled = [n for n in names if bench.METHODS[n].supervised]

@@ -215,3 +215,14 @@ def test_ranking_and_robustness_figures_draw_one_mark_per_method():
     fig = plots.robustness(curves)
     assert [line.get_label() for line in fig.axes[0].get_lines()][:1] == ["A"]
     assert list(fig.axes[0].get_lines()[0].get_ydata()) == [1.0, 0.9]
+
+
+def test_versus_pairs_each_method_with_the_baseline_by_seed():
+    values = {"base": [0.50, 0.60, 0.70], "up": [0.52, 0.62, 0.73], "same": [0.55, 0.58, 0.68],
+              "down": [0.40, 0.50, 0.61]}
+    frame = bench.versus(values, "base")
+    assert list(frame.index) == ["up", "same", "down"] and list(frame[""]) == ["better", "tied", "worse"]
+    d = stats.ttest_rel(values["up"], values["base"]).confidence_interval()
+    assert (frame.loc["up", "low"], frame.loc["up", "high"]) == pytest.approx((100 * d.low, 100 * d.high))
+    with pytest.raises(ValueError, match="baseline 'nope'"):
+        bench.versus(values, "nope")

@@ -164,6 +164,15 @@ def test_references_give_every_kind_every_column_and_seed(splits):
     assert untrained[0] != untrained[1]  # two initialisations
     table = experiment.table(refs)
     assert set(table) == set(experiment.REFERENCES) and set(table["raw input"]) == {"clean", "sym 0.3"}
+    assert all(r.train_embeddings is not None for runs in refs.values() for r in runs)  # a probe needs them
+    retrieval = experiment.references(splits, cfg, [0, 1])
+    assert all(r.train_embeddings is None for runs in retrieval.values() for r in runs)
+    kept = experiment.references(splits, cfg, [0, 1], train_embeddings=True)
+    for kind in experiment.REFERENCES:
+        runs = kept[(kind, "")]
+        assert all(r.train_embeddings.shape[0] == len(splits.train) for r in runs)
+        alone = experiment.reference_run(splits, cfg, kind, seed=1, train_embeddings=True)
+        torch.testing.assert_close(runs[1].train_embeddings, alone.train_embeddings)
 
 
 def test_curves_use_a_fixed_subset_of_large_splits_and_all_of_small_ones():
