@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from . import data, dcdl, ecaml, losses, models, noise, train
+from . import bench, data, dcdl, ecaml, losses, models, noise, train
 from .data.download import SOURCES
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
@@ -127,9 +127,7 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
 
 
 def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
-    from . import bench  # the unsupervised search's steps are counted at the whole split's size: an upper bound
-
-    names = bench.selected(cfg)
+    names = bench.selected(cfg)  # the unsupervised search's steps: counted at the whole split's size, an upper bound
     labelled = [n for n in names if bench.METHODS[n].supervised]
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)

@@ -355,7 +355,7 @@ def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "
     best at the top, each method labelled with its rank; ``references`` (``{name: value in points}``, e.g. the raw
     input and the untrained network) as dashed vertical lines. Returns the figure."""
     n = len(frame)
-    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.36 * n), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(9.5 if references else 7.5, 0.9 + 0.36 * n), constrained_layout=True)
     y = np.arange(n)[::-1]
     for yi, (name, r) in zip(y, frame.iterrows()):
         ax.errorbar(r["mean"], yi, xerr=[[r["mean"] - r["low"]], [r["high"] - r["mean"]]], fmt="o",
@@ -364,7 +364,7 @@ def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "
     for i, (name, value) in enumerate((references or {}).items()):
         ax.axvline(value, color="grey", ls=("--", ":")[i % 2], lw=1, label=f"{name}: {value:.1f}")
     if references:
-        ax.legend(fontsize=8, loc="lower right")
+        ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
     ax.set(xlabel=f"{metric} on the unseen classes, % (mean and 95% CI over seeds)", title=title)
     return fig
 

@@ -112,7 +112,8 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
         if Path(recorded).exists() else []
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
-            "settings": first["settings"], "seeds": first["seeds"], "device": first["device"],
+            "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
+            "device": first["device"],
             "version": __version__, "commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],
@@ -170,7 +171,7 @@ def _title(notebook: Path) -> str:
 
 def _section(key: tuple, runs: list[dict]) -> list[str]:
     profile, dataset, model, epochs = key
-    seeds = sorted({s for r in runs for s in r["seeds"]})
+    seeds = sorted({s for r in runs for t in r["tables"] for s in t["seeds"]})
     lines = [f"## {profile} profile: {dataset}, {model}, {epochs} epochs", "",
              f"- runs: {len(runs)}, seeds {', '.join(map(str, seeds))}",
              f"- device: {', '.join(sorted({str(r['device']) for r in runs}))}",
@@ -181,8 +182,9 @@ def _section(key: tuple, runs: list[dict]) -> list[str]:
     lines += sorted({r["command"] for r in runs}) + ["```", ""]
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
+        used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
         lines += [f"### {table}", "", markdown_table(plots.results_table(measured, paper)), "",
-                  f"In %, mean ± std over seeds {', '.join(map(str, seeds))}{quoted}.", ""]
+                  f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}.", ""]
     verdicts = claims.assess(runs[0]["chapter"], runs)
     if not verdicts.empty:
         lines += ["### Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
