@@ -191,9 +191,10 @@ def ranking(values: dict) -> pd.DataFrame:
 
 
 def versus(values: dict, base: str) -> pd.DataFrame:
-    """Every method of ``{method: per-seed values}`` against ``base``, paired by seed (the same seed gives the same
-    initialisation and batches, :func:`dml_tutorial.evidence.paired`): the gain's mean and 95% interval in points
-    and the word "better" / "worse" where the interval excludes 0, else "tied". ``base`` itself is left out."""
+    """Every method of ``{method: per-seed values}`` against ``base``, paired by seed (:func:`dml_tutorial.evidence.
+    paired`; under one seed the labelled methods share their initialisation and batches, the unsupervised ones the
+    initialisation): the gain's mean and 95% interval in points and the word "better" / "worse" where the interval
+    excludes 0, else "tied". ``base`` itself is left out."""
     if base not in values:
         raise ValueError(f"the baseline {base!r} is not among the methods {list(values)}")
     rows = []
