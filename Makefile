@@ -5,9 +5,9 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup browser fashion-mnist slurm mathjax book notebooks html test lint clean
+.PHONY: setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test lint clean
 
-setup: $(VENV)/.installed browser fashion-mnist slurm mathjax
+setup: $(VENV)/.installed browser fashion-mnist glyph-fonts slurm mathjax
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -39,6 +39,18 @@ fashion-mnist:
 	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_FASHION)'; \
 	  else echo "note: no Fashion-MNIST package; torchvision will download it when a chapter needs it"; fi; }
 
+# The glyph test bed's fonts (dml_tutorial/data/rendered.py): 11 CJK faces from Debian's packages, about 250 MB.
+GLYPH_FONTS = fonts-noto-cjk fonts-arphic-ukai fonts-arphic-uming fonts-wqy-zenhei fonts-wqy-microhei \
+              fonts-ipafont-gothic fonts-ipafont-mincho fonts-hanazono
+APT_GLYPHS = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $(GLYPH_FONTS) >/dev/null
+glyph-fonts:
+	@[ -f /usr/share/fonts/truetype/hanazono/HanaMinA.ttf ] && [ -f /usr/share/fonts/opentype/noto/NotoSerifCJK-Bold.ttc ] \
+	  || ! command -v apt-get >/dev/null || \
+	{ echo "installing the glyph test bed's fonts (apt: $(GLYPH_FONTS))"; \
+	  if [ "$$(id -u)" = 0 ]; then $(APT_GLYPHS); \
+	  elif command -v sudo >/dev/null; then sudo sh -c '$(APT_GLYPHS)'; \
+	  else echo "note: no glyph fonts; data.load_dataset('glyphs') will say which packages to install"; fi; }
+
 # A one-node SLURM cluster for tests/test_slurm.py (the sweep's --executor slurm, started there on localhost as root):
 # Debian's slurmctld, slurmd, slurm-client and munge. Optional: without them (or without root) that test is skipped.
 APT_SLURM = apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq slurmctld slurmd slurm-client munge >/dev/null
@@ -57,9 +69,14 @@ html: setup               ## build the static site from the notebooks' stored ou
 
 book: notebooks html      ## the main job
 
+# Each run writes a JUnit report; benchmarks/bench_suite.py sums them into _build/test-durations.txt (time by kind,
+# by file, the slowest tests), written even when a test fails, so the next slowdown is visible.
 test: setup               ## unit tests and the book build on 2 workers, then nbval notebook by notebook (each uses both cores)
-	$(BIN)/python -m pytest -n 2 --dist loadfile tests
-	$(BIN)/python -m pytest notebooks
+	@mkdir -p _build && rm -f _build/test-unit.xml _build/test-nbval.xml
+	$(BIN)/python -m pytest -n 2 --dist loadfile tests --junitxml=_build/test-unit.xml; unit=$$?; \
+	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest notebooks --junitxml=_build/test-nbval.xml; fi; nbval=$$?; \
+	$(BIN)/python benchmarks/bench_suite.py _build/test-unit.xml _build/test-nbval.xml --out _build/test-durations.txt \
+	  || true; [ $$unit -eq 0 ] && [ $$nbval -eq 0 ]
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks

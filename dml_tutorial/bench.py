@@ -178,8 +178,9 @@ def robustness(noisy, topline, metric: str = "R@1") -> dict:
 
 
 def ranking(values: dict) -> pd.DataFrame:
-    """``{method: per-seed values}`` (higher is better) as a table sorted best first: mean, 95% interval (in
-    points) and the rank with ties of :func:`dml_tutorial.evidence.tied_ranks`."""
+    """``{method: per-seed values}`` (higher is better, the same seeds for every method) as a table sorted best
+    first: mean, 95% interval of the mean (in points) and the rank with ties of
+    :func:`dml_tutorial.evidence.tied_ranks` (paired tests between neighbours in mean order)."""
     ranks = evidence.tied_ranks(values)
     rows = []
     for name, v in values.items():

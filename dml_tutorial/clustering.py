@@ -287,7 +287,7 @@ def _pairs(data, batch_size, augment, generator, device, num_workers=0):
             yield x, augment(x, generator=generator)
         return
     subset = torch.utils.data.Subset(data, order.tolist())
-    views = [torch.utils.data.DataLoader(subset, batch_size, num_workers=num_workers) for _ in range(2)]
+    views = [train.loader(subset, num_workers, batch_size=batch_size) for _ in range(2)]
     for (x, _), (x_hat, _) in zip(*views):  # two draws of the random transform: an image and its view
         yield x.to(device), x_hat.to(device)
 
@@ -316,7 +316,7 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     holds the trained objective (model, cluster classifier, decoder) for pictures."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
-    model = models.make_model(cfg["model"], in_shape, cfg["dim"])
+    model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
     objective = make_objective(method, model, in_shape, cfg)
     start = time.perf_counter()
     history = train_unsupervised(objective, splits.train, epochs=cfg["epochs"], batch_size=cfg["batch_size"],

@@ -110,6 +110,17 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def from_settings(cfg: dict, in_shape, **changes) -> Embedder:
+    """The model a profile's settings name: ``cfg["model"]`` for inputs of ``in_shape`` with ``cfg["dim"]``,
+    ``dropout``, ``normalize`` (default True) and, where the profile sets it, the MLP's ``hidden`` width (the
+    glyph test bed's 1,024-pixel inputs need more than the default 64); ``changes`` override any of them."""
+    options = {"dropout": cfg.get("dropout", 0.0), "normalize": cfg.get("normalize", True)}
+    if cfg.get("hidden") is not None:
+        options["hidden"] = cfg["hidden"]
+    options.update(changes)
+    return make_model(cfg["model"], in_shape, cfg["dim"], **options)
+
+
 def make_model(name: str, in_shape, dim: int, dropout: float = 0.0, **kwargs) -> Embedder:
     """Build a model by the name a profile uses: ``mlp``, ``convnet``, ``vgg9``, or a backbone name."""
     import math

@@ -35,9 +35,11 @@ TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10"
 #: Training images of the paper datasets' standard splits (class-disjoint for CUB, Cars196 and SOP).
 TRAIN_IMAGES = {"mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000, "stl10": 5_000, "cub200": 5_864,
                 "cars196": 8_054, "sop": 59_551}
-#: One input's shape by dataset; images read from disk are 224 px crops (:func:`data.image_transforms`).
+#: One input's shape by dataset; images read from disk are crops of the profile's ``image_size`` (224 px as the
+#: papers; :func:`data.image_transforms`).
 INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28),
-                "cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "stl10": (3, 32, 32), "subclusters": (2,)}
+                "cifar10": (3, 32, 32), "cifar100": (3, 32, 32), "stl10": (3, 32, 32), "subclusters": (2,),
+                "glyphs": (1, 32, 32)}
 
 
 @dataclass
@@ -51,6 +53,11 @@ class Trainings:
     model: str
     shape: tuple
 
+    @property
+    def images(self) -> int:
+        """Inputs trained on: runs x steps x batch."""
+        return self.runs * self.steps * self.batch
+
 
 def _steps(cfg: dict, n_train: int, batch: int, epochs: int | None = None, batches: int | None = None) -> int:
     """Steps of one run: epochs x (``batches_per_epoch``, or one pass: ``n_train // batch``, as PKSampler)."""
@@ -58,12 +65,14 @@ def _steps(cfg: dict, n_train: int, batch: int, epochs: int | None = None, batch
     return (cfg["epochs"] if epochs is None else epochs) * per_epoch
 
 
-def _shape(dataset: str) -> tuple:
-    return INPUT_SHAPES.get(dataset, (3, 224, 224))
+def _shape(cfg: dict, dataset: str | None = None) -> tuple:
+    """One input's shape for ``dataset`` (default: the chapter's) under ``cfg``."""
+    side = cfg.get("image_size") or 224
+    return INPUT_SHAPES.get(dataset or cfg["dataset"], (3, side, side))
 
 
 def _foundations(cfg, n_train):  # one training per seed, closed set then zero-shot
-    batch, shape = cfg["p"] * cfg["k"], _shape(cfg["dataset"])
+    batch, shape = cfg["p"] * cfg["k"], _shape(cfg)
     return [Trainings(s, cfg["n_seeds"], _steps(cfg, n_train, batch), batch, cfg["model"], shape)
             for s in ("closed set", "zero-shot")]
 
@@ -72,7 +81,7 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     pairs = noise.PAIRS.get(cfg["dataset"])
     kept = [n for n in cfg["noise"] if n is None or n[0] == "symmetric" or pairs]
     alone = [n for n in cfg["alone_noise"] if n is None or n[0] == "symmetric" or pairs]
-    classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg["dataset"]), cfg["n_seeds"]
+    classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg), cfg["n_seeds"]
     local = cfg["locals"][0]
     batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
     out = [Trainings(f"Tables 1/4 ({name})", (1 + len(cfg["terms"])) * len(kept) * s,
@@ -86,7 +95,7 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
 
 
 def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Table 2 (dimension)
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)
     lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]
     dims = [d for d in cfg["dims"] if d != cfg["dim"]]
@@ -96,12 +105,12 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
 
 
 def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Table 2, positives per class
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     odd = TRAIN_IMAGES.get(cfg["even_odd_dataset"], 1_797) * 6 // 10  # about the digits 0-5 (steps only)
     sub = 4 * 3 * 100 // 2  # 4 classes x 3 modes x 100 samples, half for training
     return [
         Trainings("even/odd", 2 * s, _steps(cfg, odd, 2 * cfg["even_odd_k"], epochs=cfg["even_odd_epochs"]),
-                  2 * cfg["even_odd_k"], "convnet", _shape(cfg["even_odd_dataset"])),
+                  2 * cfg["even_odd_k"], "convnet", _shape(cfg, cfg["even_odd_dataset"])),
         Trainings("sub-clusters", 4 * len(cfg["subcluster_noise"]) * s,
                   _steps({"epochs": 20}, sub, 64), 64, "mlp", (2,)),
         Trainings("Table 2", 2 * len(cfg["losses"]) * s, _steps(cfg, n_train, batch), batch, cfg["model"], shape),
@@ -113,13 +122,13 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
 
 def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), Table 4 (number of clusters); batches of images + their views
     steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
-    shape, s = _shape(cfg["dataset"]), cfg["n_seeds"]
+    shape, s = _shape(cfg), cfg["n_seeds"]
     return [Trainings(name, runs * s, steps, 2 * cfg["batch_size"], cfg["model"], shape)
             for name, runs in (("Tables 1-2", len(cfg["methods"])), ("Table 4", len(cfg["ks"])))]
 
 
 def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
     return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
             (("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
@@ -129,7 +138,7 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
 def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
     names = bench.selected(cfg)  # the unsupervised search's steps: counted at the whole split's size, an upper bound
     labelled = [n for n in names if bench.METHODS[n].supervised]
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg["dataset"]), cfg["n_seeds"]
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)
     unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
     search = cfg["search_seeds"] * bench.SEARCH_BUDGET
@@ -235,6 +244,10 @@ class Plan:
     @property
     def runs(self) -> int:
         return sum(t.runs for t in self.trainings)
+
+    def images(self, model: str | None = None) -> int:
+        """Inputs the plan trains on, in all or through ``model`` only (e.g. the chapter's backbone)."""
+        return sum(t.images for t in self.trainings if model is None or t.model == model)
 
     def estimate(self) -> float:
         """Estimated training seconds: every training's steps at the probe's seconds per step."""

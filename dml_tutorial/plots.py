@@ -55,12 +55,20 @@ def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
 
 
 def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
-                    seed: int = 0, axes=None, max_points: int = 2000):
+                    seed: int = 0, axes=None, max_points: int = 2000, max_classes: int = 20):
     """t-SNE and UMAP of the same embedding, side by side, coloured by class. Returns the figure.
 
-    At most ``max_points`` points are shown (a fixed random subset), which keeps t-SNE fast on full-size test sets."""
+    At most ``max_classes`` classes are shown (the first ones in label order, said in the title: a picture of the
+    glyph test bed's 1,000 characters would be two dots a class and a legend of a thousand), and at most
+    ``max_points`` points (a fixed random subset), which keeps t-SNE fast on full-size test sets."""
     embeddings, labels = check_embeddings(embeddings, labels)
     labels = labels.cpu().numpy()
+    classes = np.unique(labels)
+    if len(classes) > max_classes:
+        keep = np.isin(labels, classes[:max_classes])
+        embeddings, labels = embeddings[np.flatnonzero(keep)], labels[keep]
+        groups = None if groups is None else np.asarray(groups)[keep]
+        title = f"{title} ({max_classes} of {len(classes):,} classes)".strip()
     if len(labels) > max_points:
         keep = np.sort(np.random.default_rng(seed).choice(len(labels), max_points, replace=False))
         embeddings, labels = embeddings[keep], labels[keep]
@@ -210,7 +218,8 @@ def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int
     return fig
 
 
-VERDICT_COLOURS = {"reproduced": PALETTE[2], "not reproduced": PALETTE[3], "inconclusive": PALETTE[7]}
+VERDICT_COLOURS = {"supported": PALETTE[2], "contradicted": PALETTE[3], "no effect detected": PALETTE[0],
+                   "inconclusive": PALETTE[7], "not testable here": PALETTE[17]}
 
 
 def gains(frame: pd.DataFrame, title: str = ""):
@@ -230,10 +239,12 @@ def gains(frame: pd.DataFrame, title: str = ""):
             ax.plot(r["paper"], yi, "D", color="black", ms=5)
     ax.axvline(0, color="grey", lw=0.8)
     ax.set_yticks(y, frame["claim"])
-    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=f"ours: {w}") for w, c in VERDICT_COLOURS.items()]
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=f"ours: {w}") for w, c in VERDICT_COLOURS.items()
+               if w in set(frame["verdict"])]
     handles.append(plt.Line2D([], [], color="black", marker="D", ls="", label="the paper's gain"))
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    ax.set(xlabel="gain in points (paired by seed, 95% CI)", title=title)
+    level = f"{100 * frame['confidence'].iloc[0]:.1f}%" if "confidence" in frame else "95%"
+    ax.set(xlabel=f"gain in points (paired by seed, {level} CI, adjusted)", title=title)
     return fig
 
 

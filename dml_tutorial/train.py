@@ -102,15 +102,28 @@ def save_checkpoint(path, **state):
     os.replace(tmp, path)
 
 
+def loader_worker_init(worker_id: int) -> None:
+    """Each DataLoader worker decodes images with one torch thread (PyTorch's own default for workers, stated
+    here so that no version or environment change lets ``workers`` processes each start one thread per core
+    beside the training process)."""
+    torch.set_num_threads(1)
+
+
+def loader(data, num_workers: int = 0, device=None, **kwargs) -> torch.utils.data.DataLoader:
+    """The package's one way to build a DataLoader: ``num_workers`` processes with one thread each
+    (:func:`loader_worker_init`), pinned memory for a CUDA ``device``."""
+    pin = device is not None and torch.device(device).type == "cuda"
+    return torch.utils.data.DataLoader(data, num_workers=num_workers, pin_memory=pin,
+                                       worker_init_fn=loader_worker_init if num_workers else None, **kwargs)
+
+
 def _batches(data, sampler, device, num_workers):
     if isinstance(data, ArrayDataset):
         for idx in sampler:
             yield data.batch(idx).to(device, non_blocking=True), torch.as_tensor(data.labels[idx], device=device), idx
         return
-    loader = torch.utils.data.DataLoader(data, batch_sampler=sampler, num_workers=num_workers,
-                                         pin_memory=device.type == "cuda")
     start = 0
-    for x, y in loader:
+    for x, y in loader(data, num_workers, device, batch_sampler=sampler):
         yield x.to(device, non_blocking=True), y.to(device), list(range(start, start + len(y)))
         start += len(y)
 
@@ -253,8 +266,7 @@ def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, norm
         for s in range(0, len(data), batch_size):
             out.append(model(data.batch(np.arange(s, min(s + batch_size, len(data)))).to(dev), normalize=normalize))
     else:
-        for x, _ in torch.utils.data.DataLoader(data, batch_size=batch_size, num_workers=num_workers,
-                                                pin_memory=dev.type == "cuda"):
+        for x, _ in loader(data, num_workers, dev, batch_size=batch_size):
             out.append(model(x.to(dev), normalize=normalize))
     model.train(was_training)
     return torch.cat(out).cpu()

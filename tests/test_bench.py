@@ -158,16 +158,38 @@ def test_mean_interval_matches_scipy_and_refuses_what_it_cannot_use():
             evidence.mean_interval(bad)
 
 
-def test_tied_ranks_share_a_rank_until_an_interval_lies_wholly_above():
-    tight = [-0.01, 0.0, 0.01]  # interval about +/- 0.025 around the mean
-    values = {"A": [1.0 + t for t in tight], "B": [0.99 + t for t in tight], "C": [0.5 + t for t in tight]}
+def test_tied_ranks_follow_the_means_and_tie_neighbours_that_paired_tests_do_not_separate():
+    shared = np.array([0.1, -0.1, 0.05, -0.05, 0.0])  # a seed effect every method shares: pairing removes it
+    wiggle = np.array([0.0, 0.002, -0.002, 0.001, -0.001])
+    values = {"A": 0.90 + shared + wiggle, "B": 0.899 + shared + np.roll(wiggle, 1), "C": 0.80 + shared - wiggle}
     assert evidence.tied_ranks(values) == {"A": 1, "B": 1, "C": 3}
-    # a chain: A overlaps B, B overlaps C, but A lies above C: C is below one method
-    chain = {"A": [0.96 + t for t in tight], "B": [0.93 + t for t in tight], "C": [0.90 + t for t in tight]}
-    assert evidence.tied_ranks(chain) == {"A": 1, "B": 1, "C": 2}
+    # unpaired intervals of A and C overlap (the seed effect is up to 10 points), yet the paired test separates them
+    a, c = evidence.mean_interval(values["A"])["ci"], evidence.mean_interval(values["C"])["ci"]
+    assert a[0] < c[1]
     frame = bench.ranking(values)
     assert list(frame.index) == ["A", "B", "C"] and list(frame["rank"]) == [1, 1, 3]
-    assert frame.loc["A", "mean"] == pytest.approx(100.0)
+
+
+def test_a_wide_interval_never_ranks_above_a_higher_mean():
+    """The audit's case: CBSwR (mean 17.9, interval 11.2-24.6) shared rank 1 above Margin (22.1, 20.6-23.5)."""
+    rng = np.random.default_rng(1)
+    values = {"Margin": 0.221 + rng.normal(0, 0.01, 5), "CBSwR": 0.179 + rng.normal(0, 0.06, 5),
+              "Binomial": 0.222 + rng.normal(0, 0.01, 5)}
+    ranks = evidence.tied_ranks(values)
+    means = {k: np.mean(v) for k, v in values.items()}
+    for x in values:
+        for y in values:
+            if means[x] > means[y]:
+                assert ranks[x] <= ranks[y], (x, y, ranks)
+    with pytest.raises(ValueError, match="same seeds"):
+        evidence.tied_ranks({"A": [0.1, 0.2], "B": [0.1]})
+
+
+def test_chained_ties_share_one_rank():
+    base = np.array([0.50, 0.52, 0.48, 0.51, 0.49])
+    chain = {"A": base + 0.02 + np.array([0, 0.01, -0.01, 0, 0]), "B": base + 0.01,
+             "C": base + np.array([0, -0.01, 0.01, 0, 0])}
+    assert evidence.tied_ranks(chain) == {"A": 1, "B": 1, "C": 1}
 
 
 @pytest.mark.parametrize("name", ["Triplet + EC", "SME"])

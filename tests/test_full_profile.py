@@ -2,7 +2,10 @@
 backbone, bf16 autocast, channels_last, every table and figure) executed through ``dml-tutorial run`` on a tiny
 fixture dataset in the standard layout, with stand-in "pretrained" weights (randomly initialised, saved where
 torchvision looks for the real ones, since they cannot be downloaded here) and SETTINGS that shrink the batches.
-It checks that the full profile runs, not what it measures. (DCDL's CIFAR and the foundations' MNIST come through
+It checks that the full profile runs, not what it measures, and stays a dry run: every setting that sizes a grid is
+shrunk and images are 32 px crops (``image_size``; the code path is the same at 224), so that the plan counts at
+most :data:`MAX_TRAINED_IMAGES` inputs through the backbone (checked without training, below; the notebook's last
+cell checks that it ran what the plan counts). (DCDL's CIFAR and the foundations' MNIST come through
 torchvision, which checks its files' checksums, so they have no fixture; their full profiles are not dry-run.)
 The first dry runs found three bugs that only the full profiles reach: the clean-data topline and the skew cell of
 the noise chapter assumed in-memory data, and CBSwR's reconstruction figure could not show colour images."""
@@ -19,7 +22,7 @@ from conftest import ROOT
 from PIL import Image
 from scipy.io import savemat
 
-from dml_tutorial import chapters, cli, models
+from dml_tutorial import chapters, cli, models, plan, profiles
 
 
 def _image(path, rng):
@@ -67,18 +70,22 @@ def _stand_in_weights(torch_home, arch):
 
 
 TRAIN_TEST = [(1, 6), (2, 6), (3, 6)], [(0, 10), (1, 10)]  # (class, images) seen; unseen = offset + these
+#: The most inputs a dry run may train its backbone on, summed over every training of the chapter (the plan's
+#: count). The EPS colab dry run once trained 2 x 50 batches of ResNet-50 at 224 px: 24 minutes on a 2-core AMD host.
+MAX_TRAINED_IMAGES = 500
+SMALL = {"image_size": 32, "threads": 2}
 DRY_RUNS = {  # chapter: (notebook, dataset maker, unseen class offset, dataset, backbone, tiny SETTINGS)
     "ecaml": ("06_ecaml", _cars196, 99, "cars196", "googlenet",
               {"epochs": 2, "batches_per_epoch": 1, "p": 3, "k": 2, "lambdas": [0.1], "dropouts": [0.25],
-               "dims": [16, 512], "threads": 2}),
+               "dims": [16, 512], **SMALL}),
     "noise_guarantees": ("07_noise_guarantees", _cub200, 101, "cub200", "resnet34",
-                         {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "rates": [0.0, 0.4], "threads": 2}),
+                         {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "rates": [0.0, 0.4], **SMALL}),
     "eps": ("05_eps", _cars196, 99, "cars196", "resnet50",
             {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "positives_per_class": [2],
              "positives_batches": 1, "even_odd_dataset": "digits", "even_odd_epochs": 1, "nmi_plus_factor": 3,
-             "threads": 2}),
+             **SMALL}),
     "cbswr": ("04_cbswr", _cub200, 101, "cub200", "googlenet",
-              {"epochs": 1, "batch_size": 4, "k": 2, "ks": [2, 3], "threads": 2}),
+              {"epochs": 1, "batch_size": 4, "k": 2, "ks": [2, 3], **SMALL}),
 }
 
 
@@ -115,12 +122,12 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
 
 
 
-COLAB_TINY = {"epochs": 1, "threads": 2}  # the colab profile's own lists and loader workers, one short epoch
+COLAB_TINY = {"epochs": 1, **SMALL}  # the colab profile's own lists and loader workers, one short epoch
 COLAB_DRY_RUNS = {  # chapter: (notebook, backbone, tiny SETTINGS); every colab chapter on images reads CUB
     "ecaml": ("06_ecaml", "googlenet", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2}),
     "noise_guarantees": ("07_noise_guarantees", "resnet34", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2}),
     "eps": ("05_eps", "resnet50", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2, "even_odd_epochs": 1,
-                                   "even_odd_dataset": "digits", "nmi_plus_factor": 3}),
+                                   "positives_batches": 1, "even_odd_dataset": "digits", "nmi_plus_factor": 3}),
     "cbswr": ("04_cbswr", "googlenet", {**COLAB_TINY, "batch_size": 4, "k": 2}),
 }
 
@@ -148,3 +155,23 @@ def test_colab_profile_runs_end_to_end_and_its_plan_counts_its_trainings(chapter
     printed = "".join(o.get("text", "") for c in executed.cells if c.cell_type == "code" for o in c.outputs)
     assert f"Plan of the {chapter} chapter, colab profile" in printed and "cub200 (data.caltech.edu)" in printed
     assert "trainings as planned (0 loaded from the cache)" in printed
+
+
+@pytest.mark.parametrize("profile, chapter", [("full", c) for c in sorted(DRY_RUNS)]
+                         + [("colab", c) for c in sorted(COLAB_DRY_RUNS)])
+def test_every_dry_run_is_dry(profile, chapter):
+    """Each dry run's grids, as the plan counts them for the fixture's training images, train the chapter's
+    backbone on at most MAX_TRAINED_IMAGES inputs of the small image size (a check of the settings, not a timer: a
+    grid that a new setting leaves at the profile's size fails here before it costs minutes)."""
+    if profile == "full":
+        _, _, _, dataset, backbone, tiny = DRY_RUNS[chapter]
+        cfg = profiles.settings(chapter, "full", tiny, dataset=dataset)
+    else:
+        _, backbone, tiny = COLAB_DRY_RUNS[chapter]
+        cfg = profiles.settings(chapter, "colab", tiny)
+    assert cfg["model"] == backbone
+    n_train = sum(n for _, n in TRAIN_TEST[0])
+    trainings = plan.COUNTS[chapter](cfg, n_train)
+    trained = sum(t.images for t in trainings if t.model == backbone)
+    assert 0 < trained <= MAX_TRAINED_IMAGES, [(t.section, t.images) for t in trainings]
+    assert all(t.shape == (3, 32, 32) for t in trainings if t.model == backbone)

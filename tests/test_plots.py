@@ -163,3 +163,13 @@ def test_easy_positives_draws_the_nearest_same_class_point_by_hand():
         assert np.allclose(line.get_xydata(), xy[[anchor, nearest]].numpy())
     with pytest.raises(ValueError, match="2-D"):
         plots.easy_positives(ax, torch.randn(5, 3), [0, 0, 1, 1, 1], anchors=[0])
+
+
+def test_embedding_plots_show_at_most_max_classes_and_say_so():
+    z = torch.randn(300, 8)
+    y = torch.arange(300) % 30  # 30 classes
+    fig = plots.embedding_plots(z, y, "test", methods=("t-SNE",), max_classes=5)
+    ax = fig.axes[0]
+    assert "(5 of 30 classes)" in ax.get_title()
+    assert sum(len(c.get_offsets()) for c in ax.collections) == 50  # 5 classes x 10 points
+    plt.close(fig)

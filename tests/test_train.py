@@ -88,3 +88,21 @@ def test_a_loss_module_is_trained_and_checkpointed(tmp_path):
     train.fit(models.MLP(64, dim=8), resumed, s.train, epochs=2, progress=False, checkpoint=ckpt,
               sampler=sampling.PKSampler(s.train.labels, 5, 4, batches_per_epoch=3))
     assert torch.equal(resumed.beta.detach(), loss.beta.detach())
+
+
+class _Threads(torch.utils.data.Dataset):
+    """Reports, from inside a loader worker, how many threads torch uses there."""
+
+    def __len__(self):
+        return 4
+
+    def __getitem__(self, i):
+        return torch.tensor(torch.get_num_threads()), 0
+
+
+def test_loader_workers_use_one_thread_each_and_leave_the_trainers_alone():
+    torch.set_num_threads(2)
+    seen = torch.cat([x for x, _ in train.loader(_Threads(), num_workers=2, batch_size=1)])
+    assert seen.tolist() == [1, 1, 1, 1]  # not one thread per core in each of the two workers
+    assert torch.get_num_threads() == 2
+    assert train.loader(_Threads(), num_workers=0).worker_init_fn is None

@@ -6,7 +6,9 @@ digits, real data), ``mnist1d`` (generated locally by the mnist1d package's ``ma
 
 Real data on every machine: ``fashion_mnist``, from Debian's package ``dataset-fashion-mnist`` when installed
 (``make setup`` installs it), else downloaded by torchvision; with a class-disjoint split and a validation split
-inside the seen classes.
+inside the seen classes. ``glyphs``: thousands of characters rendered from Debian's CJK fonts (``make setup``
+installs them), each class drawn by 11 font faces: zero-shot retrieval over many classes, offline
+(:mod:`~dml_tutorial.data.rendered`).
 
 Paper scale (used by the full profile): ``mnist``, ``cifar10``, ``cifar100`` (its 20 coarse superclasses, as in the
 DCDL paper), ``stl10`` (resized to 32x32, DCDL paper), ``omniglot`` (alphabet labels, EPS paper) and
@@ -51,11 +53,13 @@ from .from_torchvision import (
 )
 from .offline import digits, make_subclusters, mnist1d, subclusters
 from .on_disk import cars196, cub200, flowers102, image_transforms, sop
+from .rendered import FACES as GLYPH_FACES
+from .rendered import glyphs
 
 DATASETS = {
     "digits": digits, "mnist1d": mnist1d, "subclusters": subclusters, "mnist": mnist, "cifar10": cifar10,
     "cifar100": cifar100, "stl10": stl10, "omniglot": omniglot, "cub200": cub200, "cars196": cars196, "sop": sop,
-    "flowers102": flowers102, "fashion_mnist": fashion_mnist,
+    "flowers102": flowers102, "fashion_mnist": fashion_mnist, "glyphs": glyphs,
 }
 
 
@@ -72,6 +76,7 @@ __all__ = [
     "DEBIAN_FASHION_MNIST",
     "FASHION_MNIST_SEEN",
     "FASHION_MNIST_SHA256",
+    "GLYPH_FACES",
     "STL10_CLASSES",
     "ArrayDataset",
     "ImageListDataset",
@@ -84,6 +89,7 @@ __all__ = [
     "digits",
     "fashion_mnist",
     "flowers102",
+    "glyphs",
     "image_transforms",
     "input_shape",
     "load_dataset",

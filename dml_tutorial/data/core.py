@@ -94,9 +94,14 @@ def stack(dataset, indices) -> torch.Tensor:
 
 
 def input_shape(dataset) -> tuple:
-    """The shape of one model input: an in-memory dataset's sample shape, or (3, 224, 224) for images read from
-    disk (the pretrained backbones' input after :func:`image_transforms`)."""
-    return tuple(dataset.x.shape[1:]) if hasattr(dataset, "x") else (3, 224, 224)
+    """The shape of one model input: an in-memory dataset's sample shape, or for images read from disk the shape
+    of its first image after its transform (3 x 224 x 224 under the papers' :func:`image_transforms`)."""
+    if hasattr(dataset, "x"):
+        return tuple(dataset.x.shape[1:])
+    image = dataset[0][0]
+    if not isinstance(image, torch.Tensor):
+        raise TypeError("images read from disk need a transform to tensors (data.image_transforms) to have a shape")
+    return tuple(image.shape)
 
 
 @dataclass

@@ -1,0 +1,39 @@
+"""Recorded tables as data, below both :mod:`~dml_tutorial.claims` and :mod:`~dml_tutorial.report`: a table is
+``{"table", "seeds", "measured": {row: {column: [value per seed]}}, "paper": {row: {column: value}}}``, as a run
+file stores it and as :func:`dml_tutorial.report.record` records it.
+
+:data:`SESSION` keeps every table this process recorded (a notebook's kernel), so that a chapter's conclusions are
+computed by the same function (:func:`dml_tutorial.claims.assess`) from the same tables as its pages are from its
+run file: ``claims.assess("eps", [records.session_run("eps")])``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import numpy as np
+
+#: The tables recorded in this process, oldest first (:func:`dml_tutorial.report.record` appends).
+SESSION: list[dict] = []
+
+
+def session_run(chapter: str) -> dict:
+    """The tables recorded in this process as one run (the part of a run file that :func:`merge_seeds` reads)."""
+    return {"chapter": chapter, "tables": list(SESSION)}
+
+
+def merge_seeds(runs: list[dict]) -> dict:
+    """``{table: (measured, paper)}`` with one value per seed over ``runs``; a seed recorded twice keeps the newest
+    run's value (``runs`` oldest first), so re-running a seed replaces it rather than counting it twice."""
+    by_seed, paper = defaultdict(dict), {}
+    for run in runs:
+        for t in run["tables"]:
+            paper[t["table"]] = t["paper"]
+            for row, cols in t["measured"].items():
+                for col, values in cols.items():
+                    for seed, value in zip(t["seeds"], np.atleast_1d(values)):
+                        by_seed[(t["table"], row, col)][seed] = value
+    merged = defaultdict(lambda: defaultdict(dict))
+    for (table, row, col), values in by_seed.items():
+        merged[table][row][col] = [values[s] for s in sorted(values)]
+    return {table: (dict(rows), paper[table]) for table, rows in merged.items()}

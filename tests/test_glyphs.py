@@ -1,0 +1,98 @@
+"""The glyph test bed on a tiny font set: four of matplotlib's bundled DejaVu faces and the Latin script, so the
+loader's splits, cache, manifest, warnings and errors are tested on any machine; one test reads the CJK fonts
+that `make setup` installs, when they are there."""
+
+import json
+from pathlib import Path
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+from dml_tutorial import data
+from dml_tutorial.data import rendered as G
+
+TTF = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+TINY = tuple(G.Face(name, "fonts-dejavu-core", str(TTF / f"{name}.ttf"))
+             for name in ("DejaVuSans", "DejaVuSans-Bold", "DejaVuSerif", "DejaVuSansMono"))
+
+
+def _load(tmp_path, **kw):
+    return data.load_dataset("glyphs", script="latin", faces=TINY, n_classes=40, size=16, root=tmp_path,
+                             progress=False, **kw)
+
+
+def test_class_disjoint_validation_and_sample_splits(tmp_path):
+    s = _load(tmp_path)
+    per_class = len(TINY) * 2  # faces x renders
+    assert len(s.train) == 20 * per_class and len(s.test) == 20 * per_class
+    assert not set(s.train.labels) & set(s.test.labels)
+    x = s.train.batch([0])
+    assert x.shape == (1, 1, 16, 16) and x.dtype == torch.float32 and 0 <= x.min() and x.max() <= 1
+    v = _load(tmp_path, split="validation")
+    assert set(v.train.labels) | set(v.test.labels) == set(s.train.labels)  # only seen characters
+    assert not set(v.test.labels) & set(s.test.labels) and len(set(v.test.labels)) == 4  # 20% of 20
+    m = _load(tmp_path, split="samples", test_faces=1)
+    assert set(m.train.labels) == set(m.test.labels) == set(range(40))
+    assert set(m.test.extras["face"]) == {3} and set(m.train.extras["face"]) == {0, 1, 2}
+    assert s.class_names[0] == chr(int(s.train.extras["code"][0]))
+
+
+def test_the_same_arguments_give_the_same_arrays_and_the_cache_is_checked(tmp_path):
+    a = _load(tmp_path / "a")
+    b = _load(tmp_path / "b")
+    assert torch.equal(a.train.x, b.train.x)
+    manifest = json.loads(next((tmp_path / "a" / "glyphs").glob("*.json")).read_text())
+    assert set(manifest["fonts"]) == {f"{f.name}.ttf" for f in TINY} and len(manifest["arrays_sha256"]) == 64
+    c = _load(tmp_path / "a")  # from the cache
+    assert torch.equal(a.train.x, c.train.x)
+    cache = next((tmp_path / "a" / "glyphs").glob("*.npz"))
+    with np.load(cache) as f:
+        arrays = {k: f[k] for k in f.files}
+    arrays["x"][0, 0, 0, 0] ^= 1
+    np.savez(cache, **arrays)
+    with pytest.warns(UserWarning, match="does not match its manifest"):
+        d = _load(tmp_path / "a")  # rendered again
+    assert torch.equal(a.train.x, d.train.x)
+
+
+def test_jitter_makes_two_renders_differ_and_centres_the_glyph():
+    from PIL import ImageFont
+
+    font = ImageFont.truetype(TINY[0].path, 26)
+    rng = np.random.default_rng(0)
+    one, two = G.render("A", font, 32, rng), G.render("A", font, 32, rng)
+    plain = G.render("A", font, 32, rng, jitter=False)
+    assert one.shape == (32, 32) and one.dtype == np.uint8 and not np.array_equal(one, two)
+    ys, xs = np.nonzero(plain > 128)
+    assert abs(xs.mean() - 15.5) < 3 and abs(ys.mean() - 15.5) < 3  # anchor "mm"
+
+
+def test_a_changed_font_warns_and_a_missing_one_names_the_packages(tmp_path, monkeypatch):
+    monkeypatch.setattr(G, "FONT_SHA256", {"DejaVuSans.ttf": "0" * 64})
+    with pytest.warns(UserWarning, match="differs from the one"):
+        _load(tmp_path)
+    gone = (G.Face("Nowhere", "fonts-nowhere", str(tmp_path / "no.ttf")),)
+    with pytest.raises(FileNotFoundError, match="apt-get install fonts-nowhere"):
+        data.load_dataset("glyphs", faces=gone, root=tmp_path)
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="split"):
+        _load(tmp_path, split="both")
+    with pytest.raises(ValueError, match="seen_fraction"):
+        _load(tmp_path, seen_fraction=1.0)
+    with pytest.raises(ValueError, match="test_faces"):
+        _load(tmp_path, split="samples", test_faces=4)
+    with pytest.raises(ValueError, match="script"):
+        data.load_dataset("glyphs", script="klingon", faces=TINY, root=tmp_path)
+
+
+@pytest.mark.skipif(not all(Path(f.path).exists() for f in G.FACES), reason="the CJK fonts are not installed")
+def test_the_installed_cjk_fonts_are_debians_and_share_thousands_of_characters():
+    for face in G.FACES:
+        assert G._sha256(Path(face.path)) == G.FONT_SHA256[Path(face.path).name], face.path
+    assert len(G.common_characters(G.FACES, "cjk")) == 8974  # the intersection of the 11 faces' cmaps
+    hangul = [f for f in G.FACES if G.common_characters([f], "hangul")]
+    assert len(hangul) == 6 and len(G.common_characters(hangul, "hangul")) == 11172
