@@ -179,10 +179,10 @@ CHAPTERS["bench"]["fashion"] = _fashion(
     unsup_epochs=2, max_shift=2, search_seeds=1)
 
 
-# The glyph test bed (data.glyphs): 2,000 characters rendered from 11 font faces, 1,000 seen (22,000 training
-# images) and 1,000 unseen; an MLP of 1,024-512-512-64 (benchmarks/bench_glyphs.py: the 64-unit MLP learns less,
+# The glyph test bed (data.glyphs): 1,500 characters rendered from 11 font faces, 1,000 seen (22,000 training
+# images) and 500 unseen (11,000 test images); an MLP of 1,024-512-512-64 (benchmarks/bench_glyphs.py: the 64-unit MLP learns less,
 # the ConvNet is several times slower on 2 cores), five seeds, 2 threads. Batches as the papers build them.
-# NMI and F1 cluster the first 100 unseen characters (experiment.clustered_subset); Recall@K uses all 1,000.
+# NMI and F1 cluster the first 100 unseen characters (experiment.clustered_subset); Recall@K uses all 500.
 GLYPHS = {"dataset": "glyphs", "seen": None, "model": "mlp", "hidden": 512, "dim": 64, "n_seeds": 5, "threads": 2,
           "cluster_classes": 100, "data_on_device": False, "amp": False, "channels_last": False}
 

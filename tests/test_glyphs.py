@@ -20,7 +20,7 @@ TINY = tuple(G.Face(name, "fonts-dejavu-core", str(TTF / f"{name}.ttf"))
 
 def _load(tmp_path, **kw):
     return data.load_dataset("glyphs", script="latin", faces=TINY, n_classes=40, size=16, root=tmp_path,
-                             progress=False, **kw)
+                             progress=False, **{"seen_fraction": 0.5, **kw})
 
 
 def test_class_disjoint_validation_and_sample_splits(tmp_path):
