@@ -15,6 +15,7 @@ PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
 BODY = """import os
 
 from dml_tutorial import report
+from dml_tutorial.profiles import PROFILE_NAMES
 if FAIL:
     raise RuntimeError("asked to fail")
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
@@ -125,7 +126,7 @@ def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
     ("chapter: nope\ngrid: {SEED: [0]}\n", "unknown chapter 'nope'"),
     ("chapter: toy\ngrid: {SEED: []}\n", "'grid' must map each parameter to a non-empty list"),
     ("chapter: toy\ngrid: {EPOCHS: [1]}\n", "has no parameter 'EPOCHS'"),
-    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", "profile must be 'auto' or one of smoke, fashion, colab, full, got 'huge'"),
+    ("chapter: toy\nprofile: huge\ngrid: {SEED: [0]}\n", f"profile must be 'auto' or one of {', '.join(PROFILE_NAMES)}, got 'huge'"),
     ("chapter: toy\ngrids: {SEED: [0]}\n", "a sweep file is a mapping with 'chapter' and 'grid'"),
 ])
 def test_bad_sweep_files_are_one_clear_message(folder, capsys, text, message):
