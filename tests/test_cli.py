@@ -10,12 +10,12 @@ import nbformat
 import pytest
 
 from dml_tutorial import chapters, cli
+from dml_tutorial.profiles import PROFILE_NAMES
 
 PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
 BODY = """import os
 
 from dml_tutorial import report
-from dml_tutorial.profiles import PROFILE_NAMES
 if FAIL:
     raise RuntimeError("asked to fail")
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
