@@ -77,7 +77,7 @@ def main(argv=None):
     z = torch.nn.functional.normalize(torch.randn(len(splits.test), 64), dim=1)
     labels = splits.test.labels
     for metric, fn in (("R@1", partial(metrics.recall_at_k, ks=(1,))), ("MAP@R", metrics.map_at_r),
-                       ("NMI, 100 classes", lambda z, y: metrics.nmi(*experiment.clustered_subset(z, y, 100)))):
+                       ("NMI, 100 classes", lambda z, y: metrics.nmi(*metrics.clustered_subset(z, y, 100)))):
         start = time.perf_counter()
         fn(z, labels)
         out[f"seconds to score {metric}"] = time.perf_counter() - start

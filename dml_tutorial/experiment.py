@@ -108,24 +108,8 @@ def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed:
     if probe:
         return {"accuracy": metrics.linear_probe_accuracy(z_train, train_labels, z_test, test_labels, seed),
                 "R@1": metrics.recall_at_k(z_test, test_labels, ks=(1,))[1]}
-    scores = {f"R@{k}": v for k, v in
-              metrics.recall_at_k(z_test, test_labels, metrics.recall_ks(cfg.get("dataset", ""))).items()}
-    z, y = clustered_subset(z_test, test_labels, cfg.get("cluster_classes"))
-    scores["NMI"] = metrics.nmi(z, y, seed=seed)
-    scores["F1"] = metrics.f1_clustering(z, y, seed=seed)
-    return scores
-
-
-def clustered_subset(z, labels, classes: int | None):
-    """The test embeddings that NMI and F1 cluster: all of them, or with ``classes`` (a profile's
-    ``cluster_classes``) those of the first ``classes`` test classes in label order, the same for every seed and
-    method. k-means into 1,000 clusters over the glyph test bed's 22,000 unseen images takes minutes per run on 2
-    cores; 100 classes (CUB's test split has 100) takes about a second. Recall@K always uses every test image."""
-    if classes is None:
-        return z, labels
-    labels = np.asarray(labels)
-    keep = np.isin(labels, np.unique(labels)[:int(classes)])
-    return z[torch.as_tensor(keep)], labels[keep]
+    return metrics.evaluate(z_test, test_labels, ks=metrics.recall_ks(cfg.get("dataset", "")), seed=seed,
+                            cluster_classes=cfg.get("cluster_classes"), f1=True)
 
 
 REFERENCES = ("raw input", "untrained network")

@@ -182,7 +182,7 @@ CHAPTERS["bench"]["fashion"] = _fashion(
 # The glyph test bed (data.glyphs): 1,500 characters rendered from 11 font faces, 1,000 seen (22,000 training
 # images) and 500 unseen (11,000 test images); an MLP of 1,024-512-512-64 (benchmarks/bench_glyphs.py: the 64-unit MLP learns less,
 # the ConvNet is several times slower on 2 cores), five seeds, 2 threads. Batches as the papers build them.
-# NMI and F1 cluster the first 100 unseen characters (experiment.clustered_subset); Recall@K uses all 500.
+# NMI and F1 cluster the first 100 unseen characters (metrics.clustered_subset); Recall@K uses all 500.
 GLYPHS = {"dataset": "glyphs", "seen": None, "model": "mlp", "hidden": 512, "dim": 64, "n_seeds": 5, "threads": 2,
           "cluster_classes": 100, "data_on_device": False, "amp": False, "channels_last": False}
 

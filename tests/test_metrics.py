@@ -152,3 +152,15 @@ def test_spectral_decay_is_zero_for_a_flat_spectrum_and_matches_the_kl_by_hand()
     assert metrics.spectral_decay(low_rank, skip=0) > metrics.spectral_decay(z, skip=0)
     with pytest.raises(ValueError, match="singular values"):
         metrics.spectral_decay(torch.randn(10, 2), skip=1)
+
+
+def test_evaluate_clusters_the_first_classes_only_when_asked():
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(120, 8, generator=g)
+    y = torch.arange(120) % 12
+    full = metrics.evaluate(z, y, ks=(1,), f1=True)
+    assert full["NMI"] == metrics.nmi(z, y) and full["F1"] == metrics.f1_clustering(z, y)
+    part = metrics.evaluate(z, y, ks=(1,), cluster_classes=3, f1=True)
+    keep = y < 3
+    assert part["R@1"] == full["R@1"]  # Recall@K uses every sample
+    assert part["NMI"] == metrics.nmi(z[keep], y[keep]) and part["F1"] == metrics.f1_clustering(z[keep], y[keep])
