@@ -30,7 +30,8 @@ LOCAL_LOSSES = {
 #: Samples per class in a batch (section 4): 10 for L_Trip, 2 for the others (and for no local loss, 10).
 SAMPLES_PER_CLASS = {"trip": 10, "np": 2, "ang": 2, "ang_np": 2, None: 10}
 #: The class-wise terms. "L" and "G" use the paper's sigma = 0.05; "L-median" / "G-median" are our labelled
-#: variant with the median-heuristic bandwidth (see the chapter: at sigma = 0.05 the MMD term has no gradient).
+#: variant with the median-heuristic bandwidth (see the chapter: at sigma = 0.05 the MMD term is silent between
+#: well-spread unit vectors and acts only on points within a few sigma of each other).
 TERMS = {
     "L": {"measure": "mmd", "kernel": "laplacian", "sigma": 0.05},
     "G": {"measure": "mmd", "kernel": "gaussian", "sigma": 0.05},

@@ -42,10 +42,12 @@ def mmd(x, y, kernel: str = "laplacian", sigma: float | str = 0.05) -> torch.Ten
 
         1/n^2 sum k(x_i, x_i') - 2/(nm) sum k(x_i, y_j) + 1/m^2 sum k(y_j, y_j'),
 
-    with the Laplacian or Gaussian kernel of eq. 16 and the paper's sigma = 0.05 by default. On unit vectors,
-    where distinct points lie ~1.4 apart, exp(-1.4 / 0.05) ~ 7e-13: the kernel matrix is the identity and the
-    term is constant, with no gradient. ``sigma="median"`` sets sigma to the median pairwise distance of x and y
-    together (the median heuristic), our labelled variant, not the paper's."""
+    with the Laplacian or Gaussian kernel of eq. 16 and the paper's sigma = 0.05 by default. On well-spread unit
+    vectors, where distinct points lie ~1.4 apart, exp(-1.4 / 0.05) ~ 7e-13: the kernel matrix is the identity
+    and the term is silent. Points closer than a few sigma (an untrained network's embeddings, a class already
+    gathered) still feel it, so the term's gradient depends on the embedding's scale (the DCDL chapter, section
+    2). ``sigma="median"`` sets sigma to the median pairwise distance of x and y together (the median heuristic),
+    our labelled variant, not the paper's."""
     x, y = _two_clouds(x, y)
     gram = _gram(torch.cat([x, y]), kernel, sigma)
     n = len(x)
