@@ -36,6 +36,21 @@ KERNELS = ("laplacian", "gaussian")
 MEASURES = ("sinkhorn", "mmd", "geomloss")
 
 
+#: The class-wise terms of DCDL (section 4), by name: ``classwise_discrepancy``'s settings for each. "L" and "G"
+#: use the paper's sigma = 0.05; "L-median" / "G-median" are our labelled variant with the median-heuristic
+#: bandwidth (at sigma = 0.05 the MMD term is silent between well-spread unit vectors and acts only on points
+#: within a few sigma of each other: the DCDL chapter, section 2). ``dcdl.TERMS`` is this dict.
+DCDL_TERMS = {
+    "L": {"measure": "mmd", "kernel": "laplacian", "sigma": 0.05},
+    "G": {"measure": "mmd", "kernel": "gaussian", "sigma": 0.05},
+    "L-median": {"measure": "mmd", "kernel": "laplacian", "sigma": "median"},
+    "G-median": {"measure": "mmd", "kernel": "gaussian", "sigma": "median"},
+    "W": {"measure": "sinkhorn", "epsilon": 2.5e-3},
+    # our labelled reading of what the paper ran: GeomLoss's defaults, annealed and not converged at epsilon
+    "W-GeomLoss": {"measure": "geomloss", "blur": 0.05, "scaling": 0.5},
+}
+
+
 def mmd(x, y, kernel: str = "laplacian", sigma: float | str = 0.05) -> torch.Tensor:
     """Biased estimate of the squared maximum mean discrepancy between the point clouds ``x`` [n, d] and
     ``y`` [m, d] (DCDL supplement eq. 15):
