@@ -99,8 +99,8 @@ def gate_notes(frames: dict) -> list[str]:
 def markdown(chapter: str, frames: dict) -> str:
     """The box as MyST Markdown: an admonition titled "Findings"."""
     body = [f"**The paper claims** that {CLAIMED[chapter]}", "",
-            "**What we found**, in the book's five words (our gain in points, paired by seed; the interval, "
-            "adjusted for the chapter's comparisons, is in the figure below):", "", summary(frames), "",
+            ("**What we found**, in the book's five words (our gain in points, paired by seed; the interval, "
+             "adjusted for the chapter's comparisons, is in the figure below):"), "", summary(frames), "",
             "**Where each test bed can show the claim**:", "", *gate_notes(frames), "", f"**Why.** {WHY[chapter]}"]
     return "\n".join([":::{admonition} Findings", ":class: important", "", *body, ":::"])
 

@@ -145,7 +145,7 @@ def styled(table: pd.DataFrame):
     """A results table (:func:`results_table`) as the page shows it: row labels through :func:`label_html`, the
     ``dataframe`` class the book's stylesheet pads and keeps on one line, and a fixed element id, so that the
     HTML is the same on every run (nbval compares it). ``.data`` is the table itself."""
-    short = lambda v: f"{v:g}" if isinstance(v, float) else v  # noqa: E731  (63.2, not 63.200000)
+    short = lambda v: f"{v:g}" if isinstance(v, float) else v  # 63.2, not 63.200000
     return (table.style.format_index(label_html, axis=0, escape=None)
             .format_index(short, axis=1)  # a numeric column heading (Table 3's lambda): 0.5, not 0.500000
             .format(short)  # a quoted 63.2 as 63.2

@@ -81,7 +81,7 @@ def test_every_paper_chapter_has_one_findings_box_that_the_verdict_table_links_t
     nb = json.loads(chapters()[chapter].read_text())
     sources = ["".join(c["source"]) for c in nb["cells"]]
     targets = [s for s in sources if f"({chapter}-findings)=" in s]
-    assert len(targets) == 1 and re.search(r"^## \d+\. Findings$", targets[0], re.M)
+    assert len(targets) == 1 and re.search(r"^## \d+\. Findings$", targets[0], re.MULTILINE)
     box = next(c for c in nb["cells"] if f'findings.show("{chapter}"' in "".join(c["source"]))
     assert "remove-input" in box["metadata"]["tags"]
     shown = "".join(o.get("data", {}).get("text/markdown", "") for o in box["outputs"])

@@ -11,7 +11,19 @@ import pytest
 import torch
 from conftest import ROOT
 
-from dml_tutorial import clustering, data, dcdl, ecaml, experiment, losses, models, plan, profiles, sampling, train
+from dml_tutorial import (
+    clustering,
+    data,
+    dcdl,
+    ecaml,
+    experiment,
+    losses,
+    models,
+    plan,
+    profiles,
+    sampling,
+    train,
+)
 
 
 def test_fit_records_each_training_with_its_steps():
