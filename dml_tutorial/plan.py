@@ -133,11 +133,12 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
     ]
 
 
-def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), Table 4 (number of clusters); batches of images + their views
+def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the released pull), Table 4 (K)
     steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
-    shape, s = _shape(cfg), cfg["n_seeds"]
+    shape, s, heads = _shape(cfg), cfg["n_seeds"], cfg.get("heads", [])
     return [Trainings(name, runs * s, steps, 2 * cfg["batch_size"], cfg["model"], shape)
-            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("Table 4", len(cfg["ks"])))]
+            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("cluster heads", len(heads) + bool(heads)),
+                               ("Table 4", len(cfg["ks"])))]
 
 
 def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
