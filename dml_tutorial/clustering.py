@@ -29,6 +29,7 @@ from functools import partial
 import numpy as np
 import torch
 import torch.nn.functional as F
+from sklearn.metrics import normalized_mutual_info_score
 from torch import nn
 from tqdm import tqdm
 
@@ -41,6 +42,13 @@ from .experiment import Run
 ALPHA, BETA, GAMMA, TAU, K = 0.9, 0.3, 0.01, 0.1, 32
 #: The ablation of Tables 1-2: which terms of eq. 10 each model trains with (alpha, beta, gamma).
 VARIANTS = {"only L_rim": (0.0, BETA, 0.0), "CBS": (ALPHA, BETA, 0.0), "CBSwR": (ALPHA, BETA, GAMMA)}
+#: The cluster heads :class:`CBSwR` can use, from the embedding f to the K cluster logits:
+#: ``linear``, ours (a linear layer, the paper's "softmax classifier"); ``released``, the released code's
+#: (``models/dual_model.py``, ``get_cluster_block``: BatchNorm1d, Dropout(0.6), Linear, then the logits
+#: L2-normalised); ``cosine``, unit-norm weights against the unit embedding over a temperature ``head_tau``; and
+#: ``oracle``, the true classes of the batch as the clusters (the released code's commented-out
+#: ``pred_cluster = targets``): an upper bound on what better clusters could give, never a method.
+HEADS = ("linear", "released", "cosine", "oracle")
 
 
 def _entropy(p: torch.Tensor) -> torch.Tensor:
@@ -181,17 +189,25 @@ class CBSwR(nn.Module):
     ``weights`` = (alpha, beta, gamma) of eq. 10 (:data:`VARIANTS` holds the ablation); ``detach_centroids=True``
     stops the metric loss's gradient through the centroids, as the released code does (the reconstruction still
     trains the encoder through them); ``code_variant`` is passed to :func:`rim_loss`. The paper gives neither
-    lambda nor the l2 weight of eq. 1; ``lam=1`` and ``l2=1e-4`` are our choices."""
+    lambda nor the l2 weight of eq. 1; ``lam=1`` and ``l2=1e-4`` are our choices. ``head`` is one of
+    :data:`HEADS`. ``pull="detached"`` is the released code's pull (``loss.py``: ``pos = x . reordered_x.data``):
+    each view is pulled toward the other view held fixed, half the gradient of eq. 6 taken through both views
+    (``"both"``, ours)."""
 
     def __init__(self, model: nn.Module, feature_dim: int, dim: int, k: int = K, image_shape=None,
                  weights=VARIANTS["CBSwR"], tau: float = TAU, lam: float = 1.0, l2: float = 1e-4,
-                 detach_centroids: bool = False, code_variant: bool = False):
+                 detach_centroids: bool = False, code_variant: bool = False, head: str = "linear",
+                 head_tau: float = TAU, pull: str = "both"):
         super().__init__()
         if k < 2:
             raise ValueError(f"the clustering needs at least 2 clusters, got k={k}")
+        check_choice(head, HEADS, "head")
+        check_choice(pull, ("both", "detached"), "pull")
         self.model, self.k, self.weights, self.tau, self.lam, self.l2 = model, k, tuple(weights), tau, lam, l2
         self.detach_centroids, self.code_variant = detach_centroids, code_variant
-        self.classifier = nn.Linear(dim, k)
+        self.head, self.head_tau, self.pull = head, head_tau, pull
+        linear = nn.Linear(dim, k, bias=head != "cosine")
+        self.classifier = nn.Sequential(nn.BatchNorm1d(dim), nn.Dropout(0.6), linear) if head == "released" else linear
         self.decoder = make_decoder(feature_dim, image_shape) if weights[2] and image_shape is not None else None
         if weights[2] and self.decoder is None:
             raise ValueError("the reconstruction term (gamma > 0) needs the image_shape for its decoder")
@@ -199,29 +215,47 @@ class CBSwR(nn.Module):
     def embed(self, features):
         return F.normalize(self.model.embedding(features), dim=1)
 
-    def forward(self, x: torch.Tensor, x_hat: torch.Tensor):
+    def logits(self, f: torch.Tensor) -> torch.Tensor:
+        """The cluster logits of unit embeddings ``f`` under :attr:`head`."""
+        if self.head == "cosine":
+            return f @ F.normalize(self.classifier.weight, dim=1).T / self.head_tau
+        out = self.classifier(f)
+        return F.normalize(out, dim=1) if self.head == "released" else out
+
+    def forward(self, x: torch.Tensor, x_hat: torch.Tensor, labels: torch.Tensor | None = None):
         alpha, beta, gamma = self.weights
         images = torch.cat([x, x_hat])
         features = self.model.features(images)
         f_all = self.embed(features)
-        logits = self.classifier(f_all)
-        assign = logits.argmax(1).detach()
+        logits = self.logits(f_all)
+        k = self.k
+        if self.head == "oracle":  # the batch's classes, numbered 0..m-1, as its clusters (as many as it holds)
+            if labels is None:
+                raise ValueError("the oracle head needs the batch's labels: objective(x, x_hat, labels)")
+            assign = torch.unique(labels, return_inverse=True)[1].repeat(2)
+            k = max(k, int(assign.max()) + 1)
+        else:
+            assign = logits.argmax(1).detach()
         parts = {"rim": rim_loss(logits, self.lam, self.l2, self.classifier.parameters(), self.code_variant)}
-        r, present = centroid_representations(features, assign, self.k)
+        r, present = centroid_representations(features, assign, k)
         if alpha:
             c = self.embed(r.detach() if self.detach_centroids else r)
             f, f_hat = f_all.chunk(2)
             a, a_hat = assign.chunk(2)
-            parts["metric"] = (center_softmax_loss(f, f_hat, c, present, a, self.tau)
-                               + center_softmax_loss(f_hat, f, c, present, a_hat, self.tau)) / len(images)
+            held = (f_hat.detach(), f.detach()) if self.pull == "detached" else (f_hat, f)
+            parts["metric"] = (center_softmax_loss(f, held[0], c, present, a, self.tau)
+                               + center_softmax_loss(f_hat, held[1], c, present, a_hat, self.tau)) / len(images)
         if gamma:  # decode the non-empty clusters only (empty ones would skew the decoder's batch norm)
             idx = present.nonzero().flatten()
-            recon = images.new_zeros((self.k, *images.shape[1:])).index_copy(0, idx, self.decoder(r[idx]))
+            recon = images.new_zeros((k, *images.shape[1:])).index_copy(0, idx, self.decoder(r[idx]))
             parts["rec"] = reconstruction_loss(images, recon, assign)
         total = beta * parts["rim"] + alpha * parts.get("metric", 0.0) + gamma * parts.get("rec", 0.0)
         h_marginal, h_conditional = rim_entropies(logits.detach())
-        return total, {name: v.item() for name, v in parts.items()} | {
-            "clusters": int(present.sum()), "H(Y)": h_marginal.item(), "H(Y|X)": h_conditional.item()}
+        diagnostics = {"clusters": int(present.sum()), "H(Y)": h_marginal.item(), "H(Y|X)": h_conditional.item()}
+        if labels is not None:  # how well the batch's clusters follow the hidden classes (never used to train)
+            diagnostics["NMI(clusters)"] = normalized_mutual_info_score(labels.cpu().numpy(),
+                                                                        assign[:len(x)].cpu().numpy())
+        return total, {name: v.item() for name, v in parts.items()} | diagnostics
 
 
 class SME(nn.Module):
@@ -231,7 +265,7 @@ class SME(nn.Module):
         super().__init__()
         self.model, self.tau = model, tau
 
-    def forward(self, x, x_hat):
+    def forward(self, x, x_hat, labels=None):
         f, f_hat = self.model(torch.cat([x, x_hat])).chunk(2)
         loss = sme_loss(f, f_hat, self.tau) / len(f)
         return loss, {"sme": loss.item()}
@@ -263,8 +297,8 @@ def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: i
     history, began, steps = train.History(), time.perf_counter(), 0
     for epoch in tqdm(range(epochs), desc=description, disable=not progress, file=sys.stderr, mininterval=1.0):
         t0, records = time.perf_counter(), []
-        for x, x_hat in _pairs(data, batch_size, augment, g, dev, num_workers):
-            loss, parts = objective(x, x_hat)
+        for x, x_hat, y in _pairs(data, batch_size, augment, g, dev, num_workers):
+            loss, parts = objective(x, x_hat, y)  # y: for the diagnostics and the oracle head only
             if not torch.isfinite(loss):
                 raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate")
             opt.zero_grad(set_to_none=True)
@@ -283,13 +317,14 @@ def _pairs(data, batch_size, augment, generator, device, num_workers=0):
     order = torch.randperm(len(data), generator=generator)
     if isinstance(data, ArrayDataset):
         for s in range(0, len(order) - 1, batch_size):
-            x = data.batch(order[s:s + batch_size].numpy()).to(device)
-            yield x, augment(x, generator=generator)
+            idx = order[s:s + batch_size].numpy()
+            x = data.batch(idx).to(device)
+            yield x, augment(x, generator=generator), torch.as_tensor(data.labels[idx], device=device)
         return
     subset = torch.utils.data.Subset(data, order.tolist())
     views = [train.loader(subset, num_workers, batch_size=batch_size) for _ in range(2)]
-    for (x, _), (x_hat, _) in zip(*views):  # two draws of the random transform: an image and its view
-        yield x.to(device), x_hat.to(device)
+    for (x, y), (x_hat, _) in zip(*views):  # two draws of the random transform: an image and its view
+        yield x.to(device), x_hat.to(device), torch.as_tensor(y, device=device)
 
 
 METHODS = ("SME", *VARIANTS)
@@ -297,14 +332,16 @@ METHODS = ("SME", *VARIANTS)
 
 def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Module:
     """``SME`` or a :data:`VARIANTS` entry (``only L_rim``, ``CBS``, ``CBSwR``) around ``model``, with ``cfg``'s
-    ``k`` (clusters), ``dim``, ``tau``, ``detach_centroids`` and ``code_variant``."""
+    ``k`` (clusters), ``dim``, ``tau``, ``detach_centroids``, ``code_variant``, ``head``, ``head_tau`` and
+    ``pull`` (see :class:`CBSwR`)."""
     if method == "SME":
         return SME(model, cfg.get("tau", TAU))
     if method not in VARIANTS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     return CBSwR(model, model.embedding.in_features, cfg["dim"], k=cfg.get("k", K), image_shape=in_shape,
                  weights=VARIANTS[method], tau=cfg.get("tau", TAU), detach_centroids=cfg.get("detach_centroids", False),
-                 code_variant=cfg.get("code_variant", False))
+                 code_variant=cfg.get("code_variant", False), head=cfg.get("head", "linear"),
+                 head_tau=cfg.get("head_tau", TAU), pull=cfg.get("pull", "both"))
 
 
 def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device="auto", progress: bool = False,
@@ -335,7 +372,7 @@ def assignments(objective: CBSwR, x: torch.Tensor) -> torch.Tensor:
     """Each sample's cluster: the argmax of the clustering module's softmax on its embedding (eq. 1's classifier),
     in eval mode."""
     objective.eval()
-    return objective.classifier(objective.embed(objective.model.features(x))).argmax(1)
+    return objective.logits(objective.embed(objective.model.features(x))).argmax(1)
 
 
 def false_negative_rates(labels, clusters) -> dict:

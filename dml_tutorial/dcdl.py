@@ -17,7 +17,8 @@ from __future__ import annotations
 from functools import partial
 
 from . import losses
-from .discrepancy import classwise_discrepancy
+from .discrepancy import DCDL_TERMS, classwise_discrepancy
+from .objective import Objective
 
 #: The local losses of the paper (section 3), with its hyperparameters; L_Trip mines FaceNet's semi-hard band
 #: (d_ap < d_an < d_ap + margin), the semi-hard sampling of Schroff et al. that the paper cites.
@@ -29,17 +30,9 @@ LOCAL_LOSSES = {
 }
 #: Samples per class in a batch (section 4): 10 for L_Trip, 2 for the others (and for no local loss, 10).
 SAMPLES_PER_CLASS = {"trip": 10, "np": 2, "ang": 2, "ang_np": 2, None: 10}
-#: The class-wise terms. "L" and "G" use the paper's sigma = 0.05; "L-median" / "G-median" are our labelled
-#: variant with the median-heuristic bandwidth (see the chapter: at sigma = 0.05 the MMD term has no gradient).
-TERMS = {
-    "L": {"measure": "mmd", "kernel": "laplacian", "sigma": 0.05},
-    "G": {"measure": "mmd", "kernel": "gaussian", "sigma": 0.05},
-    "L-median": {"measure": "mmd", "kernel": "laplacian", "sigma": "median"},
-    "G-median": {"measure": "mmd", "kernel": "gaussian", "sigma": "median"},
-    "W": {"measure": "sinkhorn", "epsilon": 2.5e-3},
-    # our labelled reading of what the paper ran: GeomLoss's defaults, annealed and not converged at epsilon
-    "W-GeomLoss": {"measure": "geomloss", "blur": 0.05, "scaling": 0.5},
-}
+#: The class-wise terms' settings (kept with the terms, in :mod:`dml_tutorial.discrepancy`; the same dict, so
+#: that ``dcdl.TERMS["L"]["sigma"] = 1.0`` changes what :func:`dcdl_loss` builds next).
+TERMS = DCDL_TERMS
 #: The paper's lambda per term (section 4: 0.2 for L^L, 0.5 for L^W; the MMD variants follow L^L).
 LAMBDA = {"L": 0.2, "G": 0.2, "L-median": 0.2, "G-median": 0.2, "W": 0.5, "W-GeomLoss": 0.5}
 
@@ -76,8 +69,6 @@ def dcdl_loss(
         lam = (LAMBDA[term] if local else 1.0) if term else 0.0
     if lam < 0:
         raise ValueError(f"lam must be non-negative, got {lam}")
-    from .objective import Objective  # objective reads this module's TERMS
-
     # read TERMS now: a reader may edit it later
     terms = {term: partial(classwise_discrepancy, **TERMS[term])} if term else {}
     return Objective(

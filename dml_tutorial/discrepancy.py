@@ -36,16 +36,33 @@ KERNELS = ("laplacian", "gaussian")
 MEASURES = ("sinkhorn", "mmd", "geomloss")
 
 
+#: The class-wise terms of DCDL (section 4), by name: ``classwise_discrepancy``'s settings for each. "L" and "G"
+#: use the paper's sigma = 0.05; "L-median" / "G-median" are our labelled variant with the median-heuristic
+#: bandwidth (at sigma = 0.05 the MMD term is silent between well-spread unit vectors and acts only on points
+#: within a few sigma of each other: the DCDL chapter, section 2). ``dcdl.TERMS`` is this dict.
+DCDL_TERMS = {
+    "L": {"measure": "mmd", "kernel": "laplacian", "sigma": 0.05},
+    "G": {"measure": "mmd", "kernel": "gaussian", "sigma": 0.05},
+    "L-median": {"measure": "mmd", "kernel": "laplacian", "sigma": "median"},
+    "G-median": {"measure": "mmd", "kernel": "gaussian", "sigma": "median"},
+    "W": {"measure": "sinkhorn", "epsilon": 2.5e-3},
+    # our labelled reading of what the paper ran: GeomLoss's defaults, annealed and not converged at epsilon
+    "W-GeomLoss": {"measure": "geomloss", "blur": 0.05, "scaling": 0.5},
+}
+
+
 def mmd(x, y, kernel: str = "laplacian", sigma: float | str = 0.05) -> torch.Tensor:
     """Biased estimate of the squared maximum mean discrepancy between the point clouds ``x`` [n, d] and
     ``y`` [m, d] (DCDL supplement eq. 15):
 
         1/n^2 sum k(x_i, x_i') - 2/(nm) sum k(x_i, y_j) + 1/m^2 sum k(y_j, y_j'),
 
-    with the Laplacian or Gaussian kernel of eq. 16 and the paper's sigma = 0.05 by default. On unit vectors,
-    where distinct points lie ~1.4 apart, exp(-1.4 / 0.05) ~ 7e-13: the kernel matrix is the identity and the
-    term is constant, with no gradient. ``sigma="median"`` sets sigma to the median pairwise distance of x and y
-    together (the median heuristic), our labelled variant, not the paper's."""
+    with the Laplacian or Gaussian kernel of eq. 16 and the paper's sigma = 0.05 by default. On well-spread unit
+    vectors, where distinct points lie ~1.4 apart, exp(-1.4 / 0.05) ~ 7e-13: the kernel matrix is the identity
+    and the term is silent. Points closer than a few sigma (an untrained network's embeddings, a class already
+    gathered) still feel it, so the term's gradient depends on the embedding's scale (the DCDL chapter, section
+    2). ``sigma="median"`` sets sigma to the median pairwise distance of x and y together (the median heuristic),
+    our labelled variant, not the paper's."""
     x, y = _two_clouds(x, y)
     gram = _gram(torch.cat([x, y]), kernel, sigma)
     n = len(x)

@@ -133,7 +133,8 @@ def verdict(diff: dict, smallest_effect: float, *, paper_relative: float | None 
         return "no effect detected", (f"the {level} holds 0 and excludes a gain of {100 * smallest_effect:.1f} "
                                       "points, the smallest effect of interest")
     return "inconclusive", (f"the {level} holds 0 and a gain of {100 * smallest_effect:.1f} points, the smallest "
-                            f"effect of interest; the seeds resolve about {100 * diff['mde']:.1f} points")
+                            f"effect of interest; with these seeds only a gain of about {100 * diff['mde']:.1f} points "
+                            "would be detected four times in five")
 
 
 def describe(diff: dict) -> str:

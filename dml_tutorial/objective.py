@@ -21,8 +21,7 @@ from functools import partial
 import torch
 
 from . import losses
-from .dcdl import TERMS as DCDL_TERMS
-from .discrepancy import classwise_discrepancy
+from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .regularizers import embedding_layer_only, energy_confusion
 
 #: The local losses, by name, with the options every method of the course can vary (``positives``, and

@@ -10,12 +10,13 @@ The trainings are counted from the chapter's settings by one function per chapte
 next to the notebook's grids it mirrors. :meth:`Plan.check` compares that count with :data:`train.TRAININGS`, the
 record of every training the process ran, so that every executed notebook (CI's smoke runs included) tests it.
 
-The estimate is the probe's seconds per training step (the chapter's model at its batch shape, random inputs, a
-triplet loss, ``amp`` and ``channels_last`` as the profile says) times the planned steps. It leaves out the
-chapter's own loss (DCDL's Sinkhorn and GeomLoss terms: most of a step next to the smoke profile's MLP, about 15%
-next to VGG-9, benchmarks/bench_discrepancy.py), the evaluations, and reading images from disk, which on Colab's
-two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the measured training time
-beside the estimate.
+The estimate is the probe's seconds per training step (the chapter's model at its batch shape, random inputs,
+``amp`` and ``channels_last`` as the profile says) times the planned steps. The probe trains a triplet loss, or the
+training's own objective where that costs more than the network (DCDL's class-wise Sinkhorn and MMD terms: most of
+a step next to the smoke profile's MLP, about 15% next to VGG-9, benchmarks/bench_discrepancy.py), on labels of as
+many classes as the training's batches hold. It leaves out the evaluations and reading images from disk, which on
+Colab's two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the measured training
+time beside the estimate.
 """
 
 from __future__ import annotations
@@ -44,7 +45,9 @@ INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "
 
 @dataclass
 class Trainings:
-    """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``."""
+    """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
+    ``loss``: the DCDL objective ``(local, term, lam)`` the probe times (``None``: a triplet loss), on batches of
+    ``classes`` classes (``None``: two inputs a class)."""
 
     section: str
     runs: int
@@ -52,6 +55,13 @@ class Trainings:
     batch: int
     model: str
     shape: tuple
+    loss: tuple | None = None
+    classes: int | None = None
+
+    @property
+    def key(self) -> tuple:
+        """What one probe times: trainings that share it share a speed."""
+        return self.model, self.batch, self.shape, self.loss, self.classes
 
     @property
     def images(self) -> int:
@@ -84,13 +94,16 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg), cfg["n_seeds"]
     local = cfg["locals"][0]
     batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
-    out = [Trainings(f"Tables 1/4 ({name})", (1 + len(cfg["terms"])) * len(kept) * s,
-                     _steps(cfg, n_train, batches[name]), batches[name], cfg["model"], shape) for name in cfg["locals"]]
-    out.append(Trainings("Table 2", 5 * len(alone) * s, _steps(cfg, n_train, batches[None]), batches[None],
-                         cfg["model"], shape))
-    swept = sum(1 for term in cfg["terms"] for lam in cfg["lambdas"] if not (lam == dcdl.LAMBDA[term] and None in kept))
-    out.append(Trainings("Table 3", swept * s, _steps(cfg, n_train, batches[local]), batches[local], cfg["model"],
-                         shape))
+
+    def runs(section, n, local, term, lam=None):  # n trainings of one objective, timed with its own terms
+        return Trainings(f"{section} ({dcdl.label(local, term)})", n, _steps(cfg, n_train, batches[local]),
+                         batches[local], cfg["model"], shape, (local, term, lam), classes)
+
+    out = [runs("Tables 1/4", len(kept) * s, name, term) for name in cfg["locals"] for term in [None] + cfg["terms"]]
+    out += [runs("Table 2", len(alone) * s, None, term) for term in ("L", "G", "L-median", "W")]
+    out.append(runs("Table 2, untrained", len(alone) * s, None, "W", 0.0))
+    out += [runs(f"Table 3, lambda {lam:g}", s, local, term, lam) for term in cfg["terms"] for lam in cfg["lambdas"]
+            if not (lam == dcdl.LAMBDA[term] and None in kept)]
     return out
 
 
@@ -120,11 +133,12 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
     ]
 
 
-def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), Table 4 (number of clusters); batches of images + their views
+def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the released pull), Table 4 (K)
     steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
-    shape, s = _shape(cfg), cfg["n_seeds"]
+    shape, s, heads = _shape(cfg), cfg["n_seeds"], cfg.get("heads", [])
     return [Trainings(name, runs * s, steps, 2 * cfg["batch_size"], cfg["model"], shape)
-            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("Table 4", len(cfg["ks"])))]
+            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("cluster heads", len(heads) + bool(heads)),
+                               ("Table 4", len(cfg["ks"])))]
 
 
 def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
@@ -188,23 +202,25 @@ def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, boo
 
 
 def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool = False, channels_last: bool = False,
-          steps: int = 3, warmup: int = 1) -> float:
-    """Seconds per training step of ``model`` on ``device``: ``warmup`` then ``steps`` Adam steps of a
-    triplet loss on random inputs of ``batch`` x ``shape`` with labels in ``batch // 2`` classes."""
+          steps: int = 3, warmup: int = 1, loss_fn=None, classes: int | None = None) -> float:
+    """Seconds per training step of ``model`` on ``device``: ``warmup`` then ``steps`` Adam steps of ``loss_fn``
+    (default: a triplet loss) on random inputs of ``batch`` x ``shape`` with labels in ``classes`` classes
+    (default ``batch // 2``)."""
     dev = train.resolve_device(device)
     options = {"pretrained": False} if model in models.BACKBONES else {}  # the speed needs no trained weights
     net = models.make_model(model, shape, dim, **options)
     net.to(dev, memory_format=torch.channels_last if channels_last and len(shape) == 3 else torch.preserve_format)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-4)
     x = torch.randn(batch, *shape, device=dev)
-    y = torch.arange(batch, device=dev) % max(1, batch // 2)
+    y = torch.arange(batch, device=dev) % max(1, classes or batch // 2)
+    loss_fn = loss_fn or (lambda z, y: losses.triplet_loss(z, y, margin=0.2))
     amp_dtype = train.amp_precision(dev)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
 
     def step():
         with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
             z = net(x)
-        loss = losses.triplet_loss(z.float(), y, margin=0.2)
+        loss = loss_fn(z.float(), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -251,8 +267,7 @@ class Plan:
 
     def estimate(self) -> float:
         """Estimated training seconds: every training's steps at the probe's seconds per step."""
-        return sum(t.runs * t.steps * self.seconds_per_step[(t.model, t.batch, t.shape)] for t in self.trainings
-                   if t.runs)
+        return sum(t.runs * t.steps * self.seconds_per_step[t.key] for t in self.trainings if t.runs)
 
     def __str__(self) -> str:
         lines = [f"Plan of the {self.chapter} chapter, {self.profile} profile, on {self.device}", "Downloads:"]
@@ -261,11 +276,11 @@ class Plan:
         lines.append(f"Trainings: {self.runs}")
         for t in self.trainings:
             if t.runs:
-                sec = self.seconds_per_step[(t.model, t.batch, t.shape)]
+                sec = self.seconds_per_step[t.key]
                 lines.append(f"  {t.section}: {t.runs} x {t.steps:,} steps of {t.batch} inputs ({t.model}, "
                              f"{sec * 1e3:,.1f} ms per step)")
-        lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; the chapter's "
-                     "own loss, evaluations and reading images from disk come on top)")
+        lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; evaluations and "
+                     "reading images from disk come on top)")
         return "\n".join(lines)
 
     def check(self) -> str:
@@ -292,10 +307,10 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {threads} thread{'s' * (threads > 1)}"
     plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings, start=len(train.TRAININGS))
     for t in trainings:
-        key = (t.model, t.batch, t.shape)
-        if t.runs and key not in plan.seconds_per_step:
+        if t.runs and t.key not in plan.seconds_per_step:
             image = len(t.shape) == 3 and t.shape[-1] >= 32
-            plan.seconds_per_step[key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
-                                               else 2, dev, amp=cfg.get("amp", False) and image,
-                                               channels_last=cfg.get("channels_last", False) and image)
+            own = {"loss_fn": dcdl.dcdl_loss(*t.loss), "classes": t.classes} if t.loss else {}
+            plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
+                                                 else 2, dev, amp=cfg.get("amp", False) and image,
+                                                 channels_last=cfg.get("channels_last", False) and image, **own)
     return plan

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import re
+import textwrap
 import warnings
 
 import matplotlib.pyplot as plt
@@ -144,8 +145,10 @@ def styled(table: pd.DataFrame):
     """A results table (:func:`results_table`) as the page shows it: row labels through :func:`label_html`, the
     ``dataframe`` class the book's stylesheet pads and keeps on one line, and a fixed element id, so that the
     HTML is the same on every run (nbval compares it). ``.data`` is the table itself."""
+    short = lambda v: f"{v:g}" if isinstance(v, float) else v  # 63.2, not 63.200000
     return (table.style.format_index(label_html, axis=0, escape=None)
-            .format(lambda v: f"{v:g}" if isinstance(v, float) else v)  # a quoted 63.2 as 63.2, not 63.200000
+            .format_index(short, axis=1)  # a numeric column heading (Table 3's lambda): 0.5, not 0.500000
+            .format(short)  # a quoted 63.2 as 63.2
             .set_uuid("results").set_table_attributes('class="dataframe"'))
 
 
@@ -229,7 +232,7 @@ def gains(frame: pd.DataFrame, title: str = ""):
     if frame.empty:
         raise ValueError("no claims to plot: the runs recorded none of the chapter's compared tables")
     n = len(frame)
-    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.42 * n), constrained_layout=True)
+    fig, ax = plt.subplots(figsize=(9, 1.1 + 0.55 * n), constrained_layout=True)
     y = np.arange(n)[::-1]
     for yi, r in zip(y, frame.to_dict("records")):
         colour = VERDICT_COLOURS[r["verdict"]]
@@ -238,13 +241,48 @@ def gains(frame: pd.DataFrame, title: str = ""):
         if r["paper"] is not None and not pd.isna(r["paper"]):
             ax.plot(r["paper"], yi, "D", color="black", ms=5)
     ax.axvline(0, color="grey", lw=0.8)
-    ax.set_yticks(y, frame["claim"])
+    ax.set_yticks(y, [textwrap.fill(c, 40) for c in frame["claim"]])  # long claims wrap, not squeeze the axes
     handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=f"ours: {w}") for w, c in VERDICT_COLOURS.items()
                if w in set(frame["verdict"])]
     handles.append(plt.Line2D([], [], color="black", marker="D", ls="", label="the paper's gain"))
     ax.legend(handles=handles, fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    level = f"{100 * frame['confidence'].iloc[0]:.1f}%" if "confidence" in frame else "95%"
+    levels = sorted(set(frame["confidence"])) if "confidence" in frame else [0.95]
+    level = f"{100 * levels[0]:.1f}%" if len(levels) == 1 else "level per test bed"
     ax.set(xlabel=f"gain in points (paired by seed, {level} CI, adjusted)", title=title)
+    return fig
+
+
+def gains_by_scale(frames: dict, title: str = "", wrap: int = 34):
+    """The findings box's forest plot: one panel per test bed (``{heading: claims.assess frame}``), the claims on
+    a shared y axis (labels wrapped at ``wrap`` characters), our adjusted interval coloured by verdict beside the
+    paper's gain (a black diamond). Returns the figure."""
+    names = list(dict.fromkeys(c for f in frames.values() for c in f["claim"]))
+    if not names:
+        raise ValueError("no claims to plot: no test bed recorded any of the chapter's compared tables")
+    y = {name: i for i, name in enumerate(names[::-1])}
+    labels = [textwrap.fill(label_mpl(n), wrap) for n in y]
+    lines = max(label.count("\n") + 1 for label in labels)  # rows as tall as the longest wrapped label
+    fig, axes = plt.subplots(1, len(frames), sharey=True, squeeze=False, constrained_layout=True,
+                             figsize=(3.2 + 2.6 * len(frames), 1.2 + (0.12 + 0.2 * lines) * len(names)))
+    for ax, (scale, frame) in zip(axes[0], frames.items()):
+        for r in frame.to_dict("records"):
+            yi = y[r["claim"]]
+            ax.errorbar(r["ours"], yi, xerr=[[r["ours"] - r["low"]], [r["high"] - r["ours"]]], fmt="o", capsize=3,
+                        color=VERDICT_COLOURS[r["verdict"]])
+            if r["paper"] is not None and not pd.isna(r["paper"]):
+                ax.plot(r["paper"], yi, "D", color="black", ms=5)
+        ax.axvline(0, color="grey", lw=0.8)
+        ax.set_title(textwrap.fill(scale, 22), fontsize=10)
+        ax.set_xlabel("gain (points)")
+    axes[0, 0].set_yticks(list(y.values()), labels)
+    axes[0, 0].set_ylim(-0.6, len(names) - 0.4)
+    shown = {w for f in frames.values() for w in f["verdict"]}
+    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in VERDICT_COLOURS.items()
+               if w in shown]
+    if any(pd.notna(p) for f in frames.values() for p in f["paper"]):
+        handles.append(plt.Line2D([], [], color="black", marker="D", ls="", label="the paper's gain"))
+    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles), frameon=False)
+    fig.suptitle(title, fontsize=11)
     return fig
 
 

@@ -29,6 +29,9 @@ from .chapters import chapters, results_path
 from .plots import mean_std
 
 ENV = "DML_TUTORIAL_CHECK"  # "1": compare with each chapter's committed record; or the path of a results file
+#: A JSON-lines file to which every check appends each cell's committed and fresh values (nbval sets it in
+#: ``make test``); ``benchmarks/bench_nbval_drift.py`` derives the drift, the tolerance and the power from it.
+DRIFT_ENV = "DML_TUTORIAL_DRIFT"
 Z = 6.0
 FLOOR = 0.03  # 3 points of a metric in %
 
@@ -101,8 +104,27 @@ def check(table: str, measured: dict, settings: dict, seeds) -> None:
                              f"{matches[0]['seeds']}, so it cannot check table {table!r} of a "
                              f"{settings.get('profile')} run with seeds {list(seeds)}: run the chapter's default "
                              f"profile, or {rerun}")
+    log_drift(chapter, table, matches[0]["measured"], measured)
     problems = compare(table, matches[0]["measured"], measured)
     if problems:
         raise ResultsDrifted(f"{len(problems)} number(s) of chapter {chapter!r} left the tolerance around its "
                              f"committed record {path.name}:\n  " + "\n  ".join(problems) +
                              f"\nA different machine drifts less than this; if the change is intended, {rerun}.")
+
+
+def log_drift(chapter: str, table: str, committed: dict, fresh: dict) -> None:
+    """Append one JSON line per cell both runs have (``chapter``, ``table``, ``row``, ``metric``, the
+    ``committed`` and ``fresh`` values per seed and the ``allowed`` drift) to the file named by
+    :data:`DRIFT_ENV`; nothing when it is unset."""
+    path = os.environ.get(DRIFT_ENV)
+    if not path:
+        return
+    with open(path, "a") as out:
+        for row, cols in committed.items():
+            for metric, values in cols.items():
+                if metric in fresh.get(row, {}):
+                    new = np.atleast_1d(np.asarray(fresh[row][metric], float))
+                    old = np.atleast_1d(np.asarray(values, float))
+                    out.write(json.dumps({"chapter": chapter, "table": table, "row": row, "metric": metric,
+                                          "committed": old.tolist(), "fresh": new.tolist(),
+                                          "allowed": tolerance(old, new)}) + "\n")

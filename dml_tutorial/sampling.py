@@ -20,7 +20,8 @@ from ._checks import check_choice
 from .distances import label_masks, pairwise_distances
 
 POSITIVES = ("all", "random", "easy")
-NEGATIVES = ("all", "random", "semihard-band", "semihard-random", "semihard-fixed", "hard", "distance")
+NEGATIVES = ("all", "random", "semihard-band", "semihard-band-or-random", "semihard-random", "semihard-fixed", "hard",
+             "distance")
 
 
 class PKSampler(torch.utils.data.Sampler):
@@ -115,7 +116,10 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
     - ``all``: every negative of the anchor (all triplets);
     - ``random``: one uniformly random negative;
     - ``semihard-band``: one random negative inside the semi-hard band, d_ap < d_an < d_ap + margin (FaceNet,
-      Schroff et al. 2015, the semi-hard sampling the DCDL, EPS and ECAML papers cite);
+      Schroff et al. 2015, the semi-hard sampling the DCDL, EPS and ECAML papers cite); a pair whose band is empty
+      has no triplet, so once the classes separate the loss can fall silent;
+    - ``semihard-band-or-random``: the same band, and a uniformly random negative where it is empty (the
+      fallback of Roth et al.'s 2020 framework, ``batchminer/semihard.py``), so every pair keeps a triplet;
     - ``semihard-random``: one random negative with a positive hinge, d_an < d_ap + margin (Le & Odobez, eq. 28:
       hard negatives, closer than the positive, are admitted too);
     - ``semihard-fixed``: the nearest negative farther than the positive, argmin_{d_an > d_ap} d_an (eq. 29);
@@ -133,8 +137,9 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
     d_an, d_ap = d[a], d[a, p][:, None]
     if negatives == "semihard-random":
         cand = cand & (d_an < d_ap + margin)
-    elif negatives == "semihard-band":
-        cand = cand & (d_an > d_ap) & (d_an < d_ap + margin)
+    elif negatives in ("semihard-band", "semihard-band-or-random"):
+        band = cand & (d_an > d_ap) & (d_an < d_ap + margin)
+        cand = band if negatives == "semihard-band" else torch.where(band.any(1, keepdim=True), band, cand)
     elif negatives == "semihard-fixed":
         cand = cand & (d_an > d_ap)
     if negatives in ("semihard-fixed", "hard"):

@@ -36,6 +36,11 @@ def emulate_other_machine(environ) -> None:
 
 def pytest_configure(config):
     os.environ.setdefault("DML_TUTORIAL_CHECK", "1")
+    if "DML_TUTORIAL_DRIFT" not in os.environ:  # every checked number, for benchmarks/bench_nbval_drift.py
+        drift = Path(config.rootpath) / "_build" / "nbval-drift.jsonl"
+        drift.parent.mkdir(exist_ok=True)
+        drift.write_text("")
+        os.environ["DML_TUTORIAL_DRIFT"] = str(drift)
     os.environ["CUDA_VISIBLE_DEVICES"] = ""
     if os.environ.get("DML_TUTORIAL_SAME_MACHINE") != "1":
         emulate_other_machine(os.environ)

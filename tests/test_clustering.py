@@ -164,6 +164,54 @@ def test_detached_centroids_stop_only_the_metric_gradient():
     assert not torch.allclose(grads[False], grads[True])
 
 
+@pytest.mark.parametrize("head", clustering.HEADS)
+def test_every_cluster_head_trains_finite_with_its_logits(head):
+    obj = _objective(head=head)
+    x, y = torch.rand(6, 1, 8, 8), torch.tensor([0, 0, 1, 1, 2, 2])
+    loss, parts = obj(x, clustering.random_shift(x), y)
+    loss.backward()
+    assert torch.isfinite(loss) and 0 <= parts["NMI(clusters)"] <= 1
+    logits = obj.logits(torch.nn.functional.normalize(torch.randn(5, 16), dim=1))
+    if head == "released":  # BatchNorm1d, Dropout(0.6), Linear, then unit-norm logits (get_cluster_block)
+        assert isinstance(obj.classifier[0], torch.nn.BatchNorm1d) and obj.classifier[1].p == 0.6
+        assert torch.allclose(logits.norm(dim=1), torch.ones(5), atol=1e-5)
+    if head == "cosine":  # unit weights against a unit embedding: |logit| <= 1 / head_tau
+        assert logits.abs().max() <= 1 / clustering.TAU + 1e-4 and obj.classifier.bias is None
+    if head == "oracle":  # the clusters are the classes: three present, each view with its image's
+        assert parts["clusters"] == 3 and parts["NMI(clusters)"] == pytest.approx(1.0)
+        with pytest.raises(ValueError, match="labels"):
+            obj(x, x)
+        many = torch.arange(6) * 100  # more classes than K = 8 would allow in one batch is fine too
+        assert obj(torch.rand(6, 1, 8, 8), torch.rand(6, 1, 8, 8), many)[1]["clusters"] == 6
+        obj_small = _objective(k=2, head="oracle")
+        assert obj_small(x, x, y)[1]["clusters"] == 3  # three classes in a batch, K = 2: one cluster each still
+
+
+def test_the_released_pull_holds_the_other_view_fixed():
+    """loss.py's pos = x . reordered_x.data: each view pulled toward the other held fixed, so the pull's gradient on
+    the embeddings is half that of eq. 6 taken through both views."""
+    f, f_hat = _unit(6, 8, 1).requires_grad_(), _unit(6, 8, 2).requires_grad_()
+    c, present, a = _unit(3, 8, 3), torch.tensor([True, True, True]), torch.tensor([0, 0, 1, 1, 2, 2])
+    grads = {}
+    for pull in ("both", "detached"):
+        held = (f_hat.detach(), f.detach()) if pull == "detached" else (f_hat, f)
+        pulls = [clustering.center_softmax_loss(f, held[0], c, present, a, 0.1),
+                 clustering.center_softmax_loss(f_hat, held[1], c, present, a, 0.1)]
+        pull_only = -(f * held[0]).sum() / 0.1 - (f_hat * held[1]).sum() / 0.1
+        grads[pull] = torch.autograd.grad(pull_only, f)[0]
+        assert all(torch.isfinite(v) for v in pulls)
+    assert torch.allclose(grads["both"], 2 * grads["detached"])
+    obj = _objective(pull="detached")
+    x = torch.rand(6, 1, 8, 8)
+    loss, _ = obj(x, clustering.random_shift(x))
+    loss.backward()
+    assert torch.isfinite(loss)
+    with pytest.raises(ValueError, match="pull"):
+        _objective(pull="one")
+    with pytest.raises(ValueError, match="head"):
+        _objective(head="mlp")
+
+
 def test_variants_and_bad_settings():
     assert clustering.VARIANTS["only L_rim"] == (0.0, 0.3, 0.0) and clustering.VARIANTS["CBSwR"] == (0.9, 0.3, 0.01)
     with pytest.raises(ValueError, match="at least 2 clusters"):
@@ -235,13 +283,14 @@ def test_images_on_disk_come_in_two_random_views_in_the_same_order(tmp_path):
         paths.append(tmp_path / f"{i}.png")
         Image.fromarray(np.full((12, 12, 3), 40 * i, np.uint8)).save(paths[-1])
     views = transforms.Compose([transforms.RandomCrop(8), transforms.ToTensor()])
-    ds = ImageListDataset(paths, np.zeros(6), views)
+    ds = ImageListDataset(paths, np.arange(6), views)
     torch.manual_seed(0)
     batches = list(clustering._pairs(ds, 4, None, torch.Generator().manual_seed(0), torch.device("cpu")))
-    assert [len(x) for x, _ in batches] == [4, 2]
-    for x, x_hat in batches:  # each image's value is constant, so the two views of one image agree pixel for pixel
+    assert [len(x) for x, _, _ in batches] == [4, 2]
+    for x, x_hat, y in batches:  # each image's value is constant, so the two views of one image agree pixel for pixel
         assert x.shape == x_hat.shape == (len(x), 3, 8, 8) and torch.equal(x.mean((1, 2, 3)), x_hat.mean((1, 2, 3)))
-    seen = torch.cat([x.mean((1, 2, 3)) for x, _ in batches])
+        assert torch.equal(y.float(), (x.mean((1, 2, 3)) * 255 / 40).round())  # each image with its own label
+    seen = torch.cat([x.mean((1, 2, 3)) for x, _, _ in batches])
     assert sorted((seen * 255 / 40).round().int().tolist()) == list(range(6))
 
 

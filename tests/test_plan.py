@@ -11,7 +11,19 @@ import pytest
 import torch
 from conftest import ROOT
 
-from dml_tutorial import clustering, data, ecaml, experiment, losses, models, plan, profiles, sampling, train
+from dml_tutorial import (
+    clustering,
+    data,
+    dcdl,
+    ecaml,
+    experiment,
+    losses,
+    models,
+    plan,
+    profiles,
+    sampling,
+    train,
+)
 
 
 def test_fit_records_each_training_with_its_steps():
@@ -46,7 +58,7 @@ def test_runs_loaded_from_a_grids_cache_are_recorded_as_cached(tmp_path):
 
 def _plan(runs):
     return plan.Plan("dcdl", "smoke", "CPU", [], [plan.Trainings("Table 1", runs, 10, 4, "mlp", (2,))],
-                     {("mlp", 4, (2,)): 0.5}, start=len(train.TRAININGS))
+                     {("mlp", 4, (2,), None, None): 0.5}, start=len(train.TRAININGS))
 
 
 def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
@@ -90,6 +102,28 @@ def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
     assert "Downloads:\n  none" in text
     with pytest.raises(ValueError, match="no plan for chapter 'loss_zoo'"):
         plan.make("loss_zoo", cfg)
+
+
+def test_dcdl_plan_times_each_objective_with_its_own_terms(monkeypatch):
+    """DCDL's Sinkhorn and MMD terms cost most of a smoke step: each objective gets its own probe, trained on its
+    own loss over batches of all ten classes; the count is the notebook's grids (local alone and each term per
+    noise setting, five trainings of Table 2, the lambdas not already in Table 1)."""
+    probed = []
+    monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
+    cfg = profiles.settings("dcdl", "smoke")
+    p = plan.make("dcdl", cfg, "cpu", n_train=1_000)
+    s, noises = cfg["n_seeds"], len(cfg["noise"])  # the smoke data (digits) has flip pairs: every setting runs
+    swept = sum(lam != dcdl.LAMBDA[t] for t in cfg["terms"] for lam in cfg["lambdas"])
+    assert p.runs == s * ((1 + len(cfg["terms"])) * noises + 5 * len(cfg["alone_noise"]) + swept)
+    assert len(probed) == len({t.key for t in p.trainings if t.runs}) and all(kw["classes"] == 10 for kw in probed)
+    z, y = torch.nn.functional.normalize(torch.randn(20, 8), dim=1), torch.arange(20) % 10
+    with_w = next(t for t in p.trainings if t.loss == ("trip", "W", None))
+    assert with_w.section == "Tables 1/4 (L_Trip + L^W)"
+    values = [torch.manual_seed(0) and loss(z, y).item() for loss in (dcdl.dcdl_loss(*with_w.loss),
+                                                                       dcdl.dcdl_loss("trip", "W"))]
+    assert values[0] == pytest.approx(values[1])  # the same objective (the triplet draws its negatives at random)
+    real = plan.probe("mlp", (1, 8, 8), 100, 16, "cpu", steps=1, loss_fn=dcdl.dcdl_loss("trip", "W"), classes=10)
+    assert real > 0
 
 
 def test_downloads_list_the_dataset_and_the_backbone_weights_and_what_is_already_here(tmp_path, monkeypatch):

@@ -71,6 +71,9 @@ def test_styled_table_renders_labels_and_numbers_the_same_on_every_call():
     assert "<i>L</i><sub>Trip</sub> + <i>L</i><sup>W</sup>" in page and 'class="dataframe"' in page
     assert ">63.2<" in page and "63.200000" not in page and ">60.0 ± 14.1<" in page
     assert plots.styled(t).data is t
+    lambdas = plots.styled(plots.results_table({"L_Trip + L^W": {0.0: [0.5, 0.6], 0.5: [0.4, 0.5]}},
+                                               paper={"L_Trip + L^W": {0.0: 59.9}})).to_html()
+    assert ">0<" in lambdas and ">0.5<" in lambdas and "0.000000" not in lambdas  # numeric column headings
 
 
 @pytest.mark.parametrize("shape", [(1, 40), (1, 8, 8), (3, 8, 8)], ids=["signals", "images", "colour"])

@@ -116,6 +116,29 @@ def test_semihard_band_and_eq_28_differ_on_a_hard_negative():
     assert picks == {"semihard-band": {3}, "semihard-random": {2, 3}}
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_the_band_falls_back_to_a_random_negative_only_where_it_is_empty(seed):
+    """Roth et al.'s semi-hard miner: the band where it holds a negative, else any negative; every pair kept."""
+    z, y = _batch(seed)
+    d = pairwise_distances(z)
+    a, p = sampling.positive_pairs(d, y)
+    a2, p2, n = sampling.mine_negatives(d, y, a, p, "semihard-band-or-random", 0.2, torch.Generator().manual_seed(0))
+    assert torch.equal(a2, a) and torch.equal(p2, p) and (y[n] != y[a]).all()
+    for i, j, k in zip(a.tolist(), p.tolist(), n.tolist()):
+        band = [m for m in range(len(y)) if y[m] != y[i] and d[i, j] < d[i, m] < d[i, j] + 0.2]
+        assert k in band if band else True
+
+
+def test_an_empty_band_is_silent_and_the_fallback_draws_uniformly():
+    # every negative lies far beyond the band: FaceNet's band keeps no triplet, the fallback a uniform one
+    d = torch.tensor([[0.0, 0.1, 1.0, 1.2], [0.1, 0, 1, 1], [1.0, 1, 0, 0.1], [1.2, 1, 0.1, 0]])
+    y = torch.tensor([0, 0, 1, 1])
+    a, p = torch.tensor([0] * 4000), torch.tensor([1] * 4000)
+    assert len(sampling.mine_negatives(d, y, a, p, "semihard-band", 0.2)[2]) == 0
+    n = sampling.mine_negatives(d, y, a, p, "semihard-band-or-random", 0.2, torch.Generator().manual_seed(0))[2]
+    assert set(n.tolist()) == {2, 3} and abs((n == 2).float().mean().item() - 0.5) < 0.03
+
+
 def test_semihard_random_is_uniform_over_candidates():
     d = torch.tensor([[0.0, 0.1, 0.2, 0.25, 5.0], [0.1, 0, 1, 1, 1], [0.2, 1, 0, 1, 1], [0.25, 1, 1, 0, 1],
                       [5.0, 1, 1, 1, 0]])

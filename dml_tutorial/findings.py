@@ -1,0 +1,124 @@
+"""Each paper chapter's findings box: what the paper claims, what we found on each test bed, and why, in one place.
+
+The box is generated, never typed: its verdicts come from :func:`dml_tutorial.claims.assess` on the same tables as
+the book's verdict table and the results pages (:func:`dml_tutorial.report.scale_frames`), with the run of the
+notebook's own kernel standing in for its profile's recorded run. The sentences that are not numbers (what the
+paper claims, why the result reads as it does) are the chapter's, below, and hold no number of ours.
+
+    findings.show("dcdl", cfg, records.session_run("dcdl"))   # the box (Markdown) and one forest plot
+"""
+
+from __future__ import annotations
+
+from . import claims, plots, report
+from .chapters import chapters
+
+#: What each paper claims, in one sentence (paraphrased; the papers' numbers are in the chapters, quoted).
+CLAIMED = {
+    "dcdl": "adding a class-wise discrepancy between embedding distributions (the MMD term $L^L$ or the Sinkhorn "
+            "term $L^W$) to a local loss improves a linear probe on the embedding, with clean labels and more so "
+            "under label noise.",
+    "cbswr": "without labels, contrasting each image with the centroids of learnt clusters (CBS), with a "
+             "regulariser that keeps the clusters balanced and confident (RIM), retrieves unseen classes better "
+             "than contrasting images with each other (SME), and needs both terms.",
+    "eps": "training on each anchor's easiest positive keeps a class made of several modes from collapsing to "
+           "one point, and improves unseen-class retrieval of the triplet, margin and multi-similarity losses.",
+    "ecaml": "an energy-confusion term, which makes the seen classes harder to tell apart, keeps the metric from "
+             "over-fitting them and improves unseen-class retrieval of the triplet, N-pair and binomial losses.",
+    "noise_guarantees": "under symmetric label noise, triplet training with a random semi-hard negative degrades "
+                        "more gracefully than fixed semi-hard mining: its lead grows with the noise rate.",
+}
+
+#: Why the results read as they do: the chapter's explanation, pointing at the section that shows it.
+WHY = {
+    "dcdl": "Where $L^W$ is *contradicted*, it hurts: at the weights we ran, its pull on the embedding is larger "
+            "than the triplet's, and a class-against-the-rest transport cost barely changes when two look-alike "
+            "classes merge (section 4, *One class against the rest*), so the term does not keep them apart. The "
+            "paper set its weight for its own triplet reduction; a sweep of small weights on validation classes "
+            "has not been run yet, so this is a finding at the paper's settings, not yet at the method's best.",
+    "cbswr": "Read the chapter's entropy curves and its table of cluster heads before the verdicts: where the "
+             "cluster head's $H(Y \\mid X)$ stays near $\\log K$, its assignments barely leave their initial "
+             "weights and CBS contrasts each image with the centroids of an almost fixed partition, so a gap to SME "
+             "measures our head, not the method. The released code's head and the oracle (the true classes as "
+             "clusters) show how much better clusters would give. Where the trained rows do not beat the raw input, "
+             "the claim cannot show at all.",
+    "eps": "The even/odd experiment is the paper's mechanism (section 2) and is not gated: its baseline is meant "
+           "to lose structure the input has. The retrieval claims need a test bed where training helps; on "
+           "Fashion-MNIST's five seen classes it does not, so they are not testable there.",
+    "ecaml": "On Fashion-MNIST training on five seen classes makes retrieval of the other five worse than raw "
+             "pixels, so no verdict is given there. Our EC acts on the normalised embedding; the released code "
+             "computes it on the raw output of a classifier layer, a difference the chapter measures before "
+             "the method's verdict can be final.",
+    "noise_guarantees": "The claim is about the change of a gap with noise, so each verdict pairs the gap at a "
+                        "noise rate with the same seed's gap without noise: a lead that exists on clean labels is "
+                        "not counted as robustness. The gate asks whether training helps on clean labels.",
+}
+
+
+def scale_frames(chapter: str, cfg: dict | None = None, session: dict | None = None,
+                 results=report.RESULTS) -> dict:
+    """``{scale heading: claims.assess frame}`` for every scale with a recorded run of ``chapter``; the kernel's
+    own run (``session``, recorded under ``cfg["profile"]``) replaces that profile's record."""
+    notebook = chapters()[chapter]
+    runs = [r for r in report.load_runs(results) if r["chapter"] == chapter]
+    frames = report.scale_frames(chapter, notebook, runs)
+    if session is not None and cfg is not None:
+        frames[cfg["profile"]] = claims.assess(chapter, [session])
+    heads = {profile or "smoke": head for head, profile in report.SCALES}
+    return {heads[p]: f for p, f in frames.items() if p in heads and f is not None and not f.empty}
+
+
+def summary(frames: dict) -> str:
+    """The claims against the scales as a narrow Markdown table: the verdict and our gain in points."""
+    scales = list(frames)
+    names = list(dict.fromkeys(c for f in frames.values() for c in f["claim"]))
+    lines = ["| claim | " + " | ".join(scales) + " |", "|---" * (1 + len(scales)) + "|"]
+    for name in names:
+        cells = []
+        for frame in frames.values():
+            hit = frame[frame["claim"] == name]
+            r = hit.iloc[0].to_dict() if len(hit) else None
+            cells.append("–" if r is None else f"**{claims.verdict_text(r)}** ({r['ours']:+.1f})")
+        lines.append(f"| {plots.label_tex(name)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def gate_notes(frames: dict) -> list[str]:
+    """One sentence per scale: whether the test bed's gate passed, with the first failing reason."""
+    out = []
+    for scale, frame in frames.items():
+        failed = frame[frame["verdict"] == "not testable here"]
+        if failed.empty:
+            out.append(f"- {scale}: the gate passes for every claim (training beats the raw input and the "
+                       "untrained network), so the words apply.")
+        else:
+            reason = failed["gate"].iloc[0]
+            out.append(f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here: "
+                       f"{reason[:1].lower()}{reason[1:]}.")
+    return out
+
+
+def markdown(chapter: str, frames: dict) -> str:
+    """The box as MyST Markdown: an admonition titled "Findings"."""
+    body = [f"**The paper claims** that {CLAIMED[chapter]}", "",
+            ("**What we found**, in the book's five words (our gain in points, paired by seed; the interval, "
+             "adjusted for the chapter's comparisons, is in the figure below):"), "", summary(frames), "",
+            "**Where each test bed can show the claim**:", "", *gate_notes(frames), "", f"**Why.** {WHY[chapter]}"]
+    return "\n".join([":::{admonition} Findings", ":class: important", "", *body, ":::"])
+
+
+def figure(frames: dict, title: str = ""):
+    """One forest plot for the box: a panel per test bed, our adjusted intervals beside the paper's gain."""
+    return plots.gains_by_scale(frames, title)
+
+
+def show(chapter: str, cfg: dict | None = None, session: dict | None = None, results=report.RESULTS):
+    """Display the chapter's findings box; return its forest plot (``None`` when no scale has a recorded claim)."""
+    from IPython.display import Markdown, display
+
+    frames = scale_frames(chapter, cfg, session, results)
+    if not frames:
+        display(Markdown(":::{admonition} Findings\nNo claim of this chapter is recorded yet.\n:::"))
+        return None
+    display(Markdown(markdown(chapter, frames)))
+    return figure(frames, f"{claims.NAMES[chapter]}: our gains, every test bed")

@@ -1,0 +1,89 @@
+"""The chapters' findings boxes: the same words as claims.assess at every scale, the kernel's own run in place of
+its profile's record, one panel per test bed in the figure, and a box (with its link target) in every paper
+chapter, which the verdict table links to."""
+
+import json
+import re
+
+import matplotlib.pyplot as plt
+import pytest
+from test_claims import _run, runs  # noqa: F401  (the fixture)
+
+from dml_tutorial import claims, findings, plots, report
+from dml_tutorial.chapters import chapters
+
+
+def _words(markdown: str) -> dict:
+    """``{(claim, scale heading): word}`` from the box's summary table."""
+    lines = [line for line in markdown.splitlines() if line.startswith("|")]
+    heads = [h.strip() for h in lines[0].strip("|").split("|")][1:]
+    out = {}
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        for head, cell in zip(heads, cells[1:]):
+            if cell != "–":
+                out[(cells[0], head)] = cell.split("**")[1]
+    return out
+
+
+def test_the_box_gives_the_words_of_claims_assess_at_every_scale(runs, tmp_path):  # noqa: F811
+    (tmp_path / "ecaml").mkdir()
+    (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
+    frames = findings.scale_frames("ecaml", results=tmp_path)
+    assert list(frames) == ["smoke (digits, MNIST-1D)", "Fashion-MNIST"]  # no glyph or paper-scale run here
+    expected = claims.assess("ecaml", runs)
+    assert frames["Fashion-MNIST"][["claim", "verdict", "ours"]].equals(expected[["claim", "verdict", "ours"]])
+    box = findings.markdown("ecaml", frames)
+    assert box.startswith(":::{admonition} Findings") and box.rstrip().endswith(":::")
+    words = _words(box)
+    for r in expected.to_dict("records"):
+        assert words[(plots.label_tex(r["claim"]), "Fashion-MNIST")] == claims.verdict_text(r)
+    assert "EC improves Triplet" in box and findings.CLAIMED["ecaml"] in box and findings.WHY["ecaml"] in box
+
+
+def test_the_kernels_own_run_replaces_its_profiles_record(runs, tmp_path):  # noqa: F811
+    (tmp_path / "ecaml").mkdir()
+    (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
+    session = json.loads(json.dumps(runs[0]))
+    measured = session["tables"][0]["measured"]
+    worse = [v - 0.2 + 0.01 * (i % 2) for i, v in enumerate(measured["Triplet"]["R@1"])]  # far below Triplet
+    measured["ECAML(Tri)"]["R@1"] = worse
+    frames = findings.scale_frames("ecaml", {"profile": "fashion"}, session, results=tmp_path)
+    row = frames["Fashion-MNIST"].set_index("claim").loc["EC improves Triplet (unseen R@1)"]
+    assert row["verdict"] == "contradicted" and row["ours"] == pytest.approx(-19.6)
+
+
+def test_the_gate_notes_name_the_failing_reason(runs):  # noqa: F811
+    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
+    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # raw pixels beat training
+    frames = {"Fashion-MNIST": claims.assess("ecaml", [_run(measured)]), "glyphs": claims.assess("ecaml", runs)}
+    fashion, glyphs = findings.gate_notes(frames)
+    assert fashion.startswith("- Fashion-MNIST: 3 of 3 claims are not testable here: the trained baseline does "
+                              "not beat the raw input")
+    assert "the gate passes for every claim" in glyphs
+
+
+def test_the_figure_has_one_panel_per_test_bed_and_the_claims_once(runs):  # noqa: F811
+    frame = claims.assess("ecaml", runs)
+    fig = findings.figure({"smoke": frame.iloc[:2], "glyphs": frame})
+    assert [ax.get_title() for ax in fig.axes] == ["smoke", "glyphs"]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == 3 and labels[-1].startswith("EC improves Triplet")  # the first claim on top
+    smoke_rows = [line for line in fig.axes[0].lines if len(line.get_xdata()) == 1 and line.get_marker() == "o"]
+    assert len(smoke_rows) == 2  # a test bed shows only the claims it recorded
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no claims"):
+        findings.figure({"smoke": frame.iloc[:0]})
+
+
+@pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))
+def test_every_paper_chapter_has_one_findings_box_that_the_verdict_table_links_to(chapter):
+    nb = json.loads(chapters()[chapter].read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    targets = [s for s in sources if f"({chapter}-findings)=" in s]
+    assert len(targets) == 1 and re.search(r"^## \d+\. Findings$", targets[0], re.MULTILINE)
+    box = next(c for c in nb["cells"] if f'findings.show("{chapter}"' in "".join(c["source"]))
+    assert "remove-input" in box["metadata"]["tags"]
+    shown = "".join(o.get("data", {}).get("text/markdown", "") for o in box["outputs"])
+    assert shown.startswith(":::{admonition} Findings"), "the stored chapter has no executed findings box"
+    assert f"<{chapter}-findings>`" in (report.PAGES / "verdicts.md").read_text()
