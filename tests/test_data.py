@@ -157,8 +157,8 @@ def test_omniglot_has_the_glyph_test_beds_three_splits(tmp_path):
     chars = data.load_dataset("omniglot", split="classes", root=root, download=False, labels="characters")
     assert len(set(chars.train.labels)) == 8 and set(chars.train.extras["alphabet"]) == {0, 1, 2, 3}
     assert np.array_equal(chars.train.labels, classes.train.extras["letters"])
-    x, y = chars.test[0]
-    assert y in set(chars.test.labels)
+    image, y = chars.test[0]
+    assert image.shape[0] == 3 and y in set(chars.test.labels)
 
 
 def test_omniglot_rejects_bad_splits(tmp_path):
