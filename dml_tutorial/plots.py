@@ -390,7 +390,13 @@ def easy_positives(ax, xy, labels, anchors, modes=None, title: str = ""):
             ax.plot(*pts[[anchor, nearest[anchor]]].T, color="black", lw=2.0, zorder=3)
         ax.scatter(*pts[anchor], marker="*", s=220, color=PALETTE[int(colour_by[anchor]) % len(PALETTE)],
                    edgecolors="black", zorder=4)
-    ax.set(title=title, xticks=[], yticks=[], aspect="equal")
+    ax.set(title=title, xticks=[], yticks=[])
+    ax.set_aspect("equal", adjustable="datalim")  # true distances, without shrinking an elongated cloud's panel
+    shown = sorted(set(colour_by.tolist()))
+    handles = [plt.Line2D([], [], marker="o", ls="", color=PALETTE[int(k) % len(PALETTE)], label=str(k))
+               for k in shown]
+    ax.legend(handles=handles, title="sub-class" if modes is not None else "class", fontsize=7, title_fontsize=7,
+              loc="best", ncols=max(1, len(shown) // 5), frameon=False)
     return ax
 
 

@@ -164,6 +164,9 @@ def test_easy_positives_draws_the_nearest_same_class_point_by_hand():
         mates = [j for j in range(30) if j != anchor and y[j] == y[anchor]]
         nearest = min(mates, key=lambda j: float(((xy[j] - xy[anchor]) ** 2).sum()))
         assert np.allclose(line.get_xydata(), xy[[anchor, nearest]].numpy())
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["0", "1"] and legend.get_title().get_text() == "class"
+    assert ax.get_aspect() == 1.0 and ax.get_adjustable() == "datalim"  # an elongated cloud keeps its panel
     with pytest.raises(ValueError, match="2-D"):
         plots.easy_positives(ax, torch.randn(5, 3), [0, 0, 1, 1, 1], anchors=[0])
 
