@@ -15,6 +15,7 @@ from scipy import stats
 from dml_tutorial import (
     bench,
     data,
+    dcdl,
     evidence,
     experiment,
     losses,
@@ -91,15 +92,28 @@ def test_the_searched_margin_reaches_the_triplet_loss(value):
                                                         generator=torch.Generator().manual_seed(2)))
 
 
-def test_a_term_weight_and_the_learning_rate_go_where_they_belong():
+def test_a_term_weight_and_a_loss_option_go_where_they_belong():
     assert bench.make_loss("Triplet + EC", 1.0).weights == {"energy_confusion": 1.0}
-    assert bench.make_loss("N-pair", 3e-3).weights == {}
+    assert bench.make_loss("N-pair", 10.0).weights == {}
+    z, y, _ = _batch([0, 0, 1, 1, 2, 2])
+    torch.testing.assert_close(bench.make_loss("N-pair", 10.0)(z, y), losses.npairs_loss(z, y, scale=10.0))
     cfg = profiles.settings("bench", "smoke")
-    assert bench.settings("N-pair", cfg, 3e-3)["lr"] == 3e-3 and bench.settings("MS", cfg, 0.5)["lr"] == cfg["lr"]
+    assert bench.settings("N-pair", cfg, 10.0)["lr"] == cfg["lr"] and bench.settings("MS", cfg, 0.5)["lr"] == cfg["lr"]
     sme = bench.settings("SME", cfg, 0.05)
     assert (sme["tau"], sme["epochs"], sme["lr"], sme["batch_size"]) == (0.05, cfg["unsup_epochs"], cfg["unsup_lr"],
                                                                          cfg["unsup_batch_size"])
     assert bench.settings("CBSwR", cfg, 16)["k"] == 16  # CBSwR's clusters, not the P x K batch's k
+
+
+@pytest.mark.parametrize("name, term", [("Triplet + L^W", "W"), ("Triplet + L^L", "L")])
+def test_dcdls_rows_train_on_dcdls_own_triplet_with_small_weights_searched(name, term):
+    z, y, batch = _batch([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    loss = bench.make_loss(name, 0.01)
+    ours = loss.parts(z, y, batch, generator=torch.Generator().manual_seed(3))["triplet"]
+    own = dcdl.LOCAL_LOSSES["trip"](z, y, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(ours, own)  # margin 0.5 on squared distances, FaceNet's band
+    values = bench.METHODS[name].values
+    assert values[0] == dcdl.LAMBDA[term] and min(values) <= 0.01  # the paper's lambda first, small ones searched
 
 
 def test_unknown_and_unsupervised_names_are_clear_errors():
