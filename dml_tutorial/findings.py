@@ -34,8 +34,9 @@ WHY = {
     "dcdl": "Where $L^W$ is *contradicted*, it hurts: at the weights we ran, its pull on the embedding is larger "
             "than the triplet's, and a class-against-the-rest transport cost barely changes when two look-alike "
             "classes merge (section 4, *One class against the rest*), so the term does not keep them apart. The "
-            "paper set its weight for its own triplet reduction; a sweep of small weights on validation classes "
-            "has not been run yet, so this is a finding at the paper's settings, not yet at the method's best.",
+            "paper set its weight for its own triplet reduction. The smoke run's Table 3 sweeps small weights too; "
+            "on Fashion-MNIST only the paper's weights have run, so the verdicts there are findings at the paper's "
+            "settings, not yet at the method's best.",
     "cbswr": "Read the chapter's entropy curves and its table of cluster heads before the verdicts: where the "
              "cluster head's $H(Y \\mid X)$ stays near $\\log K$, its assignments barely leave their initial "
              "weights and CBS contrasts each image with the centroids of an almost fixed partition, so a gap to SME "

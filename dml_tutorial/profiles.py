@@ -42,7 +42,7 @@ CHAPTERS = {
                   "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"],
                   "terms": ["L", "W"],
                   "noise": [None, ["symmetric", 0.3], ["asymmetric", 0.2]],
-                  "alone_noise": [None], "lambdas": [0.5, 5.0], "compare_with": "C-10",
+                  "alone_noise": [None], "lambdas": [0.01, 0.1, 0.5, 5.0], "compare_with": "C-10",
                   "data_on_device": False, "amp": False, "channels_last": False},
         "full": {"dataset": "cifar10", "model": "vgg9", "dim": 64, "dropout": 0.1, "epochs": 100, "lr": 5e-4,
                  "lr_step": 50, "n_seeds": 1, "threads": None, "locals": ["trip", "np", "ang", "ang_np"],
