@@ -424,19 +424,31 @@ def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "
     return fig
 
 
-def robustness(curves: dict, metric: str = "R@1", title: str = ""):
-    """Le & Odobez 2018's robustness plot for many methods: ``curves`` is ``{method: {p: interval}}`` with the
-    intervals of :func:`dml_tutorial.bench.robustness` (mean ratio to the (1 - p) topline, 95% CI); one line per
-    method with its band, and 1 (noise costs nothing beyond the lost samples) in grey. Returns the figure."""
-    fig, ax = plt.subplots(figsize=(8.5, 4.6), constrained_layout=True)
-    for i, (name, by_rate) in enumerate(curves.items()):
-        rates = sorted(by_rate)
-        mean = [by_rate[p]["mean"] for p in rates]
-        low, high = ([by_rate[p]["ci"][j] for p in rates] for j in (0, 1))
-        colour, style = PALETTE[i % len(PALETTE)], ("-", "--")[i // 10 % 2]
-        ax.plot(rates, mean, style, marker="o", ms=4, color=colour, label=label_mpl(name))
-        ax.fill_between(rates, low, high, color=colour, alpha=0.12, lw=0)
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    ax.set(xlabel="symmetric label noise rate p", ylabel=f"{metric}: noisy / (1 - p) topline", title=title)
+def robustness(curves: dict, metric: str = "R@1", title: str = "", ncols: int = 4):
+    """Le & Odobez 2018's robustness plot for many methods, as small multiples: ``curves`` is
+    ``{method: {p: interval}}`` with the intervals of :func:`dml_tutorial.bench.robustness` (mean ratio to the
+    (1 - p) topline, 95% CI); one panel per method (its line and band, every other method's mean in light grey
+    behind it), a shared y axis, and 1 (noise costs nothing beyond the lost samples) dotted. Returns the figure."""
+    names = list(curves)
+    rows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(rows, ncols, figsize=(2.6 * ncols, 2.2 * rows + 0.6), sharex=True, sharey=True,
+                             squeeze=False, constrained_layout=True)
+    for ax, (i, name) in zip(axes.flat, enumerate(names)):
+        for other in names:
+            if other != name:
+                rates = sorted(curves[other])
+                ax.plot(rates, [curves[other][p]["mean"] for p in rates], color="0.85", lw=0.8, zorder=1)
+        rates = sorted(curves[name])
+        low, high = ([curves[name][p]["ci"][j] for p in rates] for j in (0, 1))
+        colour = PALETTE[i % len(PALETTE)]
+        ax.plot(rates, [curves[name][p]["mean"] for p in rates], "-o", ms=3, color=colour, label=label_mpl(name),
+                zorder=3)
+        ax.fill_between(rates, low, high, color=colour, alpha=0.2, lw=0, zorder=2)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_title(label_mpl(name), fontsize=9)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    fig.supxlabel("symmetric label noise rate p", fontsize=10)
+    fig.supylabel(f"{metric}: noisy / (1 - p) topline", fontsize=10)
+    fig.suptitle(title, fontsize=11)
     return fig

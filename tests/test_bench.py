@@ -247,10 +247,14 @@ def test_ranking_and_robustness_figures_draw_one_mark_per_method():
     fig = plots.ranking(bench.ranking(values), {"raw input": 45.0})
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["1. Triplet + $L^{\\mathrm{W}}$", "2. MS"]
-    curves = {"A": {0.0: {"mean": 1.0, "ci": (1.0, 1.0)}, 0.4: {"mean": 0.9, "ci": (0.8, 1.0)}}}
-    fig = plots.robustness(curves)
-    assert [line.get_label() for line in fig.axes[0].get_lines()][:1] == ["A"]
-    assert list(fig.axes[0].get_lines()[0].get_ydata()) == [1.0, 0.9]
+    curves = {name: {0.0: {"mean": 1.0, "ci": (1.0, 1.0)}, 0.4: {"mean": m, "ci": (m - 0.1, m + 0.1)}}
+              for name, m in (("A", 0.9), ("B", 0.7), ("C", 1.1), ("D", 0.8), ("E", 1.0))}
+    fig = plots.robustness(curves, ncols=4)  # small multiples: a panel per method, not five overlapping bands
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == list(curves) and len(fig.axes) == 8
+    own = [line for line in shown[1].get_lines() if line.get_label() == "B"]
+    assert len(own) == 1 and list(own[0].get_ydata()) == [1.0, 0.7]
+    assert sum(line.get_color() == "0.85" for line in shown[1].get_lines()) == 4  # the others, in grey
 
 
 def test_versus_pairs_each_method_with_the_baseline_by_seed():
