@@ -55,9 +55,17 @@ def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
     ax.set(title=title, xlabel="component 1", ylabel="component 2", xticks=[], yticks=[])
 
 
+def _drawable(name) -> bool:
+    """Whether matplotlib's default font (DejaVu Sans) draws ``name``: Latin, Greek and Cyrillic, not the glyph test
+    bed's CJK characters, which fall back to the class numbers."""
+    return all(ord(ch) < 0x2E80 for ch in str(name))
+
+
 def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
                     seed: int = 0, axes=None, max_points: int = 2000, max_classes: int = 20):
-    """t-SNE and UMAP of the same embedding, side by side, coloured by class. Returns the figure.
+    """t-SNE and UMAP of the same embedding, side by side, coloured by class and named by ``names`` (a dataset's
+    ``class_names``, indexed by label; numbers where there are none or the font cannot draw them). Returns the
+    figure.
 
     At most ``max_classes`` classes are shown (the first ones in label order, said in the title: a picture of the
     glyph test bed's 1,000 characters would be two dots a class and a legend of a thousand), and at most
@@ -65,6 +73,8 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
     embeddings, labels = check_embeddings(embeddings, labels)
     labels = labels.cpu().numpy()
     classes = np.unique(labels)
+    drawable = names is not None and len(names) > labels.max() and all(_drawable(n) for n in names)
+    names = list(names) if drawable else None  # class names, where the dataset has them and the font draws them
     if len(classes) > max_classes:
         keep = np.isin(labels, classes[:max_classes])
         embeddings, labels = embeddings[np.flatnonzero(keep)], labels[keep]
