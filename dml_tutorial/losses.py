@@ -152,19 +152,24 @@ def _pairs_and_negatives(z, y, positives):
 
 
 def npairs_loss(
-    embeddings, labels, l2_reg: float = 0.0, positives: str = "all"
+    embeddings, labels, l2_reg: float = 0.0, positives: str = "all", scale: float = 1.0
 ) -> torch.Tensor:
     """Multi-class N-pairs loss (Sohn 2016; DCDL eq. 3): mean over anchor/positive pairs
-    of log(1 + sum_{n: y_n != y_a} exp(z_a.z_n - z_a.z_p)), every other-class sample of
-    the batch a negative, plus Sohn's regulariser ``l2_reg`` x mean ||z||^2 (a constant
-    on L2-normalised embeddings, hence off by default). With 2 samples per class (DCDL's
-    batches for L_NP) every anchor has exactly one positive, as in the original."""
+    of log(1 + sum_{n: y_n != y_a} exp(s (z_a.z_n - z_a.z_p))), every other-class sample
+    of the batch a negative, plus Sohn's regulariser ``l2_reg`` x mean ||z||^2 (a
+    constant on L2-normalised embeddings, hence off by default). ``scale`` s multiplies
+    the similarities: on unit-norm embeddings, where Sohn's unnormalised ones grow free,
+    it is the loss's one real knob (ECAML's released code scales them by 10,
+    ``fc_scale``). With 2 samples per class (DCDL's batches for L_NP) every anchor has
+    exactly one positive, as in the original."""
     z, y = check_embeddings(embeddings, labels)
+    if not scale > 0:
+        raise ValueError(f"scale must be positive, got {scale}")
     sim, a, p, neg = _pairs_and_negatives(z, y, positives)
     reg = l2_reg * (z * z).sum(1).mean()
     if len(a) == 0:
         return _zero(z) + reg
-    return _log1p_sum_exp(sim[a] - sim[a, p][:, None], neg).mean() + reg
+    return _log1p_sum_exp(scale * (sim[a] - sim[a, p][:, None]), neg).mean() + reg
 
 
 def angular_loss(

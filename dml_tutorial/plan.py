@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 import torch
 
-from . import bench, data, dcdl, ecaml, losses, models, noise, train
+from . import bench, clustering, data, dcdl, ecaml, losses, models, noise, train
 from .data.download import SOURCES
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
@@ -46,8 +47,9 @@ INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "
 @dataclass
 class Trainings:
     """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
-    ``loss``: the DCDL objective ``(local, term, lam)`` the probe times (``None``: a triplet loss), on batches of
-    ``classes`` classes (``None``: two inputs a class)."""
+    ``loss``: what the probe times: ``None`` a triplet loss, ``(local, term, lam)`` a DCDL objective, and
+    ``("cbswr", method, changes)`` an unsupervised objective of :mod:`dml_tutorial.clustering` on images and their
+    views; on batches of ``classes`` classes (``None``: two inputs a class)."""
 
     section: str
     runs: int
@@ -135,10 +137,18 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
 
 def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the released pull), Table 4 (K)
     steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
-    shape, s, heads = _shape(cfg), cfg["n_seeds"], cfg.get("heads", [])
-    return [Trainings(name, runs * s, steps, 2 * cfg["batch_size"], cfg["model"], shape)
-            for name, runs in (("Tables 1-2", len(cfg["methods"])), ("cluster heads", len(heads) + bool(heads)),
-                               ("Table 4", len(cfg["ks"])))]
+    shape, s, heads, batch = _shape(cfg), cfg["n_seeds"], cfg.get("heads", []), 2 * cfg["batch_size"]
+
+    def runs(section, n, method, **changes):  # timed with the method's own objective (its clustering, its decoder)
+        return Trainings(section, n * s, steps, batch, cfg["model"], shape, ("cbswr", method, tuple(changes.items())))
+
+    out = [runs(f"Tables 1-2 ({m})", 1, m) for m in cfg["methods"]]
+    out += [runs(f"cluster heads ({h})", 1, "CBS", head=h) for h in heads]
+    if heads:
+        out.append(runs("cluster heads (released, pull)", 1, "CBS", head="released", pull="detached",
+                        detach_centroids=True))
+    out.append(runs("Table 4", len(cfg["ks"]), "CBSwR"))
+    return out
 
 
 def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
@@ -202,15 +212,20 @@ def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, boo
 
 
 def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool = False, channels_last: bool = False,
-          steps: int = 3, warmup: int = 1, loss_fn=None, classes: int | None = None) -> float:
-    """Seconds per training step of ``model`` on ``device``: ``warmup`` then ``steps`` Adam steps of ``loss_fn``
-    (default: a triplet loss) on random inputs of ``batch`` x ``shape`` with labels in ``classes`` classes
-    (default ``batch // 2``)."""
+          steps: int = 3, warmup: int = 1, loss_fn=None, classes: int | None = None, hidden: int | None = None,
+          objective=None) -> float:
+    """Seconds per training step of ``model`` (an MLP ``hidden`` wide where given) on ``device``: ``warmup`` then
+    ``steps`` Adam steps of ``loss_fn`` (default: a triplet loss) on random inputs of ``batch`` x ``shape`` with
+    labels in ``classes`` classes (default ``batch // 2``); or, with ``objective`` (``net -> module``), of that
+    module called on the first and second half of the batch as images and their views."""
     dev = train.resolve_device(device)
     options = {"pretrained": False} if model in models.BACKBONES else {}  # the speed needs no trained weights
+    if hidden is not None:
+        options["hidden"] = hidden
     net = models.make_model(model, shape, dim, **options)
     net.to(dev, memory_format=torch.channels_last if channels_last and len(shape) == 3 else torch.preserve_format)
-    optimizer = torch.optim.Adam(net.parameters(), lr=1e-4)
+    own = None if objective is None else objective(net).to(dev).train()
+    optimizer = torch.optim.Adam((own or net).parameters(), lr=1e-4)
     x = torch.randn(batch, *shape, device=dev)
     y = torch.arange(batch, device=dev) % max(1, classes or batch // 2)
     loss_fn = loss_fn or (lambda z, y: losses.triplet_loss(z, y, margin=0.2))
@@ -218,9 +233,13 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
     scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
 
     def step():
-        with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
-            z = net(x)
-        loss = loss_fn(z.float(), y)
+        if own is not None:
+            half = len(x) // 2
+            loss = own(x[:half], x[half:2 * half], y[:half])[0]
+        else:
+            with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
+                z = net(x)
+            loss = loss_fn(z.float(), y)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -296,6 +315,11 @@ class Plan:
                 f"training, estimated {_duration(self.estimate())}")
 
 
+def _unsupervised(method: str, shape: tuple, cfg: dict, net):
+    """CBSwR's (or SME's) objective around ``net``, as the chapter trains it."""
+    return clustering.make_objective(method, net, shape, cfg)
+
+
 def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: int | None = None) -> Plan:
     """The plan of ``chapter`` under ``cfg`` (:func:`dml_tutorial.profiles.settings`) on ``device``: downloads,
     trainings (:data:`COUNTS`) and one probe (:func:`probe`) per distinct model and batch shape."""
@@ -309,7 +333,11 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
     for t in trainings:
         if t.runs and t.key not in plan.seconds_per_step:
             image = len(t.shape) == 3 and t.shape[-1] >= 32
-            own = {"loss_fn": dcdl.dcdl_loss(*t.loss), "classes": t.classes} if t.loss else {}
+            own = {"hidden": cfg.get("hidden")} if t.model == cfg["model"] else {}
+            if t.loss and t.loss[0] == "cbswr":
+                own["objective"] = partial(_unsupervised, t.loss[1], t.shape, {**cfg, **dict(t.loss[2])})
+            elif t.loss:
+                own.update(loss_fn=dcdl.dcdl_loss(*t.loss), classes=t.classes)
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
                                                  else 2, dev, amp=cfg.get("amp", False) and image,
                                                  channels_last=cfg.get("channels_last", False) and image, **own)

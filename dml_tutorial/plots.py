@@ -55,9 +55,17 @@ def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
     ax.set(title=title, xlabel="component 1", ylabel="component 2", xticks=[], yticks=[])
 
 
+def _drawable(name) -> bool:
+    """Whether matplotlib's default font (DejaVu Sans) draws ``name``: Latin, Greek and Cyrillic, not the glyph test
+    bed's CJK characters, which fall back to the class numbers."""
+    return all(ord(ch) < 0x2E80 for ch in str(name))
+
+
 def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
                     seed: int = 0, axes=None, max_points: int = 2000, max_classes: int = 20):
-    """t-SNE and UMAP of the same embedding, side by side, coloured by class. Returns the figure.
+    """t-SNE and UMAP of the same embedding, side by side, coloured by class and named by ``names`` (a dataset's
+    ``class_names``, indexed by label; numbers where there are none or the font cannot draw them). Returns the
+    figure.
 
     At most ``max_classes`` classes are shown (the first ones in label order, said in the title: a picture of the
     glyph test bed's 1,000 characters would be two dots a class and a legend of a thousand), and at most
@@ -65,6 +73,8 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
     embeddings, labels = check_embeddings(embeddings, labels)
     labels = labels.cpu().numpy()
     classes = np.unique(labels)
+    drawable = names is not None and len(names) > labels.max() and all(_drawable(n) for n in names)
+    names = list(names) if drawable else None  # class names, where the dataset has them and the font draws them
     if len(classes) > max_classes:
         keep = np.isin(labels, classes[:max_classes])
         embeddings, labels = embeddings[np.flatnonzero(keep)], labels[keep]
@@ -390,7 +400,13 @@ def easy_positives(ax, xy, labels, anchors, modes=None, title: str = ""):
             ax.plot(*pts[[anchor, nearest[anchor]]].T, color="black", lw=2.0, zorder=3)
         ax.scatter(*pts[anchor], marker="*", s=220, color=PALETTE[int(colour_by[anchor]) % len(PALETTE)],
                    edgecolors="black", zorder=4)
-    ax.set(title=title, xticks=[], yticks=[], aspect="equal")
+    ax.set(title=title, xticks=[], yticks=[])
+    ax.set_aspect("equal", adjustable="datalim")  # true distances, without shrinking an elongated cloud's panel
+    shown = sorted(set(colour_by.tolist()))
+    handles = [plt.Line2D([], [], marker="o", ls="", color=PALETTE[int(k) % len(PALETTE)], label=str(k))
+               for k in shown]
+    ax.legend(handles=handles, title="sub-class" if modes is not None else "class", fontsize=7, title_fontsize=7,
+              loc="best", ncols=max(1, len(shown) // 5), frameon=False)
     return ax
 
 
@@ -418,19 +434,31 @@ def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "
     return fig
 
 
-def robustness(curves: dict, metric: str = "R@1", title: str = ""):
-    """Le & Odobez 2018's robustness plot for many methods: ``curves`` is ``{method: {p: interval}}`` with the
-    intervals of :func:`dml_tutorial.bench.robustness` (mean ratio to the (1 - p) topline, 95% CI); one line per
-    method with its band, and 1 (noise costs nothing beyond the lost samples) in grey. Returns the figure."""
-    fig, ax = plt.subplots(figsize=(8.5, 4.6), constrained_layout=True)
-    for i, (name, by_rate) in enumerate(curves.items()):
-        rates = sorted(by_rate)
-        mean = [by_rate[p]["mean"] for p in rates]
-        low, high = ([by_rate[p]["ci"][j] for p in rates] for j in (0, 1))
-        colour, style = PALETTE[i % len(PALETTE)], ("-", "--")[i // 10 % 2]
-        ax.plot(rates, mean, style, marker="o", ms=4, color=colour, label=label_mpl(name))
-        ax.fill_between(rates, low, high, color=colour, alpha=0.12, lw=0)
-    ax.axhline(1.0, color="grey", lw=0.8)
-    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1), frameon=False)
-    ax.set(xlabel="symmetric label noise rate p", ylabel=f"{metric}: noisy / (1 - p) topline", title=title)
+def robustness(curves: dict, metric: str = "R@1", title: str = "", ncols: int = 4):
+    """Le & Odobez 2018's robustness plot for many methods, as small multiples: ``curves`` is
+    ``{method: {p: interval}}`` with the intervals of :func:`dml_tutorial.bench.robustness` (mean ratio to the
+    (1 - p) topline, 95% CI); one panel per method (its line and band, every other method's mean in light grey
+    behind it), a shared y axis, and 1 (noise costs nothing beyond the lost samples) dotted. Returns the figure."""
+    names = list(curves)
+    rows = -(-len(names) // ncols)
+    fig, axes = plt.subplots(rows, ncols, figsize=(2.6 * ncols, 2.2 * rows + 0.6), sharex=True, sharey=True,
+                             squeeze=False, constrained_layout=True)
+    for ax, (i, name) in zip(axes.flat, enumerate(names)):
+        for other in names:
+            if other != name:
+                rates = sorted(curves[other])
+                ax.plot(rates, [curves[other][p]["mean"] for p in rates], color="0.85", lw=0.8, zorder=1)
+        rates = sorted(curves[name])
+        low, high = ([curves[name][p]["ci"][j] for p in rates] for j in (0, 1))
+        colour = PALETTE[i % len(PALETTE)]
+        ax.plot(rates, [curves[name][p]["mean"] for p in rates], "-o", ms=3, color=colour, label=label_mpl(name),
+                zorder=3)
+        ax.fill_between(rates, low, high, color=colour, alpha=0.2, lw=0, zorder=2)
+        ax.axhline(1.0, color="grey", lw=0.8, ls=":")
+        ax.set_title(label_mpl(name), fontsize=9)
+    for ax in axes.flat[len(names):]:
+        ax.set_visible(False)
+    fig.supxlabel("symmetric label noise rate p", fontsize=10)
+    fig.supylabel(f"{metric}: noisy / (1 - p) topline", fontsize=10)
+    fig.suptitle(title, fontsize=11)
     return fig

@@ -15,6 +15,7 @@ from scipy import stats
 from dml_tutorial import (
     bench,
     data,
+    dcdl,
     evidence,
     experiment,
     losses,
@@ -91,15 +92,28 @@ def test_the_searched_margin_reaches_the_triplet_loss(value):
                                                         generator=torch.Generator().manual_seed(2)))
 
 
-def test_a_term_weight_and_the_learning_rate_go_where_they_belong():
+def test_a_term_weight_and_a_loss_option_go_where_they_belong():
     assert bench.make_loss("Triplet + EC", 1.0).weights == {"energy_confusion": 1.0}
-    assert bench.make_loss("N-pair", 3e-3).weights == {}
+    assert bench.make_loss("N-pair", 10.0).weights == {}
+    z, y, _ = _batch([0, 0, 1, 1, 2, 2])
+    torch.testing.assert_close(bench.make_loss("N-pair", 10.0)(z, y), losses.npairs_loss(z, y, scale=10.0))
     cfg = profiles.settings("bench", "smoke")
-    assert bench.settings("N-pair", cfg, 3e-3)["lr"] == 3e-3 and bench.settings("MS", cfg, 0.5)["lr"] == cfg["lr"]
+    assert bench.settings("N-pair", cfg, 10.0)["lr"] == cfg["lr"] and bench.settings("MS", cfg, 0.5)["lr"] == cfg["lr"]
     sme = bench.settings("SME", cfg, 0.05)
     assert (sme["tau"], sme["epochs"], sme["lr"], sme["batch_size"]) == (0.05, cfg["unsup_epochs"], cfg["unsup_lr"],
                                                                          cfg["unsup_batch_size"])
     assert bench.settings("CBSwR", cfg, 16)["k"] == 16  # CBSwR's clusters, not the P x K batch's k
+
+
+@pytest.mark.parametrize("name, term", [("Triplet + L^W", "W"), ("Triplet + L^L", "L")])
+def test_dcdls_rows_train_on_dcdls_own_triplet_with_small_weights_searched(name, term):
+    z, y, batch = _batch([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    loss = bench.make_loss(name, 0.01)
+    ours = loss.parts(z, y, batch, generator=torch.Generator().manual_seed(3))["triplet"]
+    own = dcdl.LOCAL_LOSSES["trip"](z, y, generator=torch.Generator().manual_seed(3))
+    torch.testing.assert_close(ours, own)  # margin 0.5 on squared distances, FaceNet's band
+    values = bench.METHODS[name].values
+    assert values[0] == dcdl.LAMBDA[term] and min(values) <= 0.01  # the paper's lambda first, small ones searched
 
 
 def test_unknown_and_unsupervised_names_are_clear_errors():
@@ -233,10 +247,14 @@ def test_ranking_and_robustness_figures_draw_one_mark_per_method():
     fig = plots.ranking(bench.ranking(values), {"raw input": 45.0})
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["1. Triplet + $L^{\\mathrm{W}}$", "2. MS"]
-    curves = {"A": {0.0: {"mean": 1.0, "ci": (1.0, 1.0)}, 0.4: {"mean": 0.9, "ci": (0.8, 1.0)}}}
-    fig = plots.robustness(curves)
-    assert [line.get_label() for line in fig.axes[0].get_lines()][:1] == ["A"]
-    assert list(fig.axes[0].get_lines()[0].get_ydata()) == [1.0, 0.9]
+    curves = {name: {0.0: {"mean": 1.0, "ci": (1.0, 1.0)}, 0.4: {"mean": m, "ci": (m - 0.1, m + 0.1)}}
+              for name, m in (("A", 0.9), ("B", 0.7), ("C", 1.1), ("D", 0.8), ("E", 1.0))}
+    fig = plots.robustness(curves, ncols=4)  # small multiples: a panel per method, not five overlapping bands
+    shown = [ax for ax in fig.axes if ax.get_visible()]
+    assert [ax.get_title() for ax in shown] == list(curves) and len(fig.axes) == 8
+    own = [line for line in shown[1].get_lines() if line.get_label() == "B"]
+    assert len(own) == 1 and list(own[0].get_ydata()) == [1.0, 0.7]
+    assert sum(line.get_color() == "0.85" for line in shown[1].get_lines()) == 4  # the others, in grey
 
 
 def test_versus_pairs_each_method_with_the_baseline_by_seed():

@@ -132,6 +132,45 @@ def test_omniglot_alphabet_labels_from_the_torchvision_layout(tmp_path):
     assert list(s.train.extras["letters"]) == [0, 1, 1000, 1001] and list(s.test.extras["letters"]) == [2000, 2001]
 
 
+def _omniglot(tmp_path, drawers=4):
+    """Torchvision's layout: 4 background alphabets and 2 evaluation ones, 2 characters each, drawn by each
+    drawer (``<character>_<drawer>.png``, as Omniglot names them)."""
+    for folder, alphabets in (("images_background", ["Alpha", "Beta", "Gamma", "Delta"]),
+                              ("images_evaluation", ["Epsilon", "Zeta"])):
+        for a in alphabets:
+            for j, ch in enumerate(("character01", "character02")):
+                for d in range(1, drawers + 1):
+                    _png(tmp_path / "omniglot-py" / folder / a / ch / f"{a[:2]}{j:02d}_{d:02d}.png", value=d)
+    return tmp_path
+
+
+def test_omniglot_has_the_glyph_test_beds_three_splits(tmp_path):
+    root = _omniglot(tmp_path)
+    classes = data.load_dataset("omniglot", split="classes", root=root, download=False)
+    assert set(classes.train.labels) == {0, 1, 2, 3} and set(classes.test.labels) == {4, 5}
+    val = data.load_dataset("omniglot", split="validation", root=root, download=False, val_fraction=0.25)
+    assert set(val.train.labels) == {0, 1, 2} and set(val.test.labels) == {3}  # inside the background alphabets
+    samples = data.load_dataset("omniglot", split="samples", root=root, download=False, test_drawers=1)
+    assert set(samples.train.labels) == set(samples.test.labels) == set(range(6))  # every alphabet on both sides
+    assert set(samples.train.extras["drawer"]) == {1, 2, 3} and set(samples.test.extras["drawer"]) == {4}
+    assert len(samples.train) + len(samples.test) == 6 * 2 * 4
+    chars = data.load_dataset("omniglot", split="classes", root=root, download=False, labels="characters")
+    assert len(set(chars.train.labels)) == 8 and set(chars.train.extras["alphabet"]) == {0, 1, 2, 3}
+    assert np.array_equal(chars.train.labels, classes.train.extras["letters"])
+    image, y = chars.test[0]
+    assert image.size == (5, 6) and y in set(chars.test.labels)  # a PIL image: no transform given
+
+
+def test_omniglot_rejects_bad_splits(tmp_path):
+    root = _omniglot(tmp_path, drawers=2)
+    with pytest.raises(ValueError, match="test_drawers"):
+        data.load_dataset("omniglot", split="samples", root=root, download=False, test_drawers=2)
+    with pytest.raises(ValueError, match="val_fraction"):
+        data.load_dataset("omniglot", split="validation", root=root, download=False, val_fraction=0.01)
+    with pytest.raises(ValueError, match="labels"):
+        data.load_dataset("omniglot", root=root, download=False, labels="strokes")
+
+
 def test_flowers102_from_the_torchvision_layout(tmp_path):
     from scipy.io import savemat
 

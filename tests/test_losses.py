@@ -148,7 +148,7 @@ def test_bad_inputs():
         losses.contrastive_loss(torch.full((4, 2), float("nan")), torch.zeros(4))
 
 
-def _npairs_loop(z, y, angular_alpha=None):
+def _npairs_loop(z, y, angular_alpha=None, scale=1.0):
     vals = []
     t2 = None if angular_alpha is None else np.tan(np.radians(angular_alpha)) ** 2
     for a, p in itertools.permutations(range(len(y)), 2):
@@ -158,7 +158,7 @@ def _npairs_loop(z, y, angular_alpha=None):
         for n in range(len(y)):
             if y[n] != y[a]:
                 if t2 is None:
-                    s += np.exp(float(z[a] @ z[n] - z[a] @ z[p]))
+                    s += np.exp(scale * float(z[a] @ z[n] - z[a] @ z[p]))
                 else:
                     s += np.exp(float(4 * t2 * (z[a] + z[p]) @ z[n] - 2 * (1 + t2) * z[a] @ z[p]))
         vals.append(np.log1p(s))
@@ -170,6 +170,8 @@ def _npairs_loop(z, y, angular_alpha=None):
 def test_npairs_and_angular_match_loops(dtype, seed):
     z, y = _batch(seed, n=12, classes=3, dtype=dtype)
     assert losses.npairs_loss(z, y).item() == pytest.approx(_npairs_loop(z.double(), y), rel=1e-5)
+    scaled = _npairs_loop(z.double(), y, scale=10.0)  # the similarities' scale (ECAML's fc_scale)
+    assert losses.npairs_loss(z, y, scale=10.0).item() == pytest.approx(scaled, rel=1e-4)
     assert losses.angular_loss(z, y, alpha=30).item() == pytest.approx(_npairs_loop(z.double(), y, 30), rel=1e-5)
     combined = _npairs_loop(z.double(), y) + 2 * _npairs_loop(z.double(), y, 45)
     assert losses.angular_npairs_loss(z, y).item() == pytest.approx(combined, rel=1e-5)
@@ -183,6 +185,11 @@ def test_angular_matches_pytorch_metric_learning():
     # once they are L2-normalised (ours are unit-norm already).
     ref = AngularLoss(alpha=40)(z, y)
     assert losses.angular_loss(z, y, alpha=40).item() == pytest.approx(ref.item(), rel=1e-4)
+
+
+def test_npairs_scale_must_be_positive():
+    with pytest.raises(ValueError, match="scale"):
+        losses.npairs_loss(torch.eye(4), torch.tensor([0, 0, 1, 1]), scale=0.0)
 
 
 def test_npairs_regulariser_and_degenerate_batches():

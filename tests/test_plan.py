@@ -126,6 +126,25 @@ def test_dcdl_plan_times_each_objective_with_its_own_terms(monkeypatch):
     assert real > 0
 
 
+def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
+    """CBSwR's clustering and decoder cost more than a triplet step: each method (and head) is probed with its own
+    unsupervised objective, on the profile's own network (the glyph MLP's hidden width)."""
+    probed = []
+    monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
+    cfg = {**profiles.settings("cbswr", "smoke"), "hidden": 48, "model": "mlp"}
+    p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
+    heads = len(cfg["heads"]) + 1  # and the released pull
+    assert p.runs == cfg["n_seeds"] * (len(cfg["methods"]) + heads + len(cfg["ks"]))
+    assert len(probed) == len(cfg["methods"]) + heads and all(kw["hidden"] == 48 for kw in probed)
+    net = models.make_model("mlp", (1, 40), 8, hidden=48)
+    built = [kw["objective"](net) for kw in probed]
+    assert [type(o).__name__ for o in built[:4]] == ["SME", "CBSwR", "CBSwR", "CBSwR"]
+    assert [o.head for o in built[4:]] == [*cfg["heads"], "released"] and built[-1].pull == "detached"
+    real = plan.probe("mlp", (1, 40), 16, 8, "cpu", steps=1, hidden=48,
+                      objective=lambda net: clustering.make_objective("CBSwR", net, (1, 40), cfg))
+    assert real > 0
+
+
 def test_downloads_list_the_dataset_and_the_backbone_weights_and_what_is_already_here(tmp_path, monkeypatch):
     monkeypatch.setattr(torch.hub, "get_dir", lambda: str(tmp_path / "hub"))
     cfg = profiles.settings("ecaml", "colab")

@@ -24,6 +24,16 @@ def test_embedding_plots_side_by_side_with_legend():
     assert tuple(np.round(plots.PALETTE[0], 3)) in colours
 
 
+@pytest.mark.parametrize("names, shown", [(["T-shirt/top", "Trouser", "Pullover"], ["T-shirt/top", "Trouser", "Pullover"]),
+                                          (["一", "二", "三"], ["0", "1", "2"]),  # CJK: the default font has none
+                                          (["a", "b"], ["0", "1", "2"]),  # fewer names than classes
+                                          (None, ["0", "1", "2"])])
+def test_embedding_plots_name_the_classes_where_they_can(names, shown):
+    z, y = torch.randn(30, 4, generator=torch.Generator().manual_seed(0)), torch.arange(30) % 3
+    fig = plots.embedding_plots(z, y, names=names, methods=("t-SNE",))
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == shown
+
+
 def test_embedding_plots_subsample_large_inputs():
     z = torch.randn(300, 4)
     fig = plots.embedding_plots(z, torch.zeros(300), methods=("t-SNE",), max_points=50)
@@ -164,6 +174,9 @@ def test_easy_positives_draws_the_nearest_same_class_point_by_hand():
         mates = [j for j in range(30) if j != anchor and y[j] == y[anchor]]
         nearest = min(mates, key=lambda j: float(((xy[j] - xy[anchor]) ** 2).sum()))
         assert np.allclose(line.get_xydata(), xy[[anchor, nearest]].numpy())
+    legend = ax.get_legend()
+    assert [t.get_text() for t in legend.get_texts()] == ["0", "1"] and legend.get_title().get_text() == "class"
+    assert ax.get_aspect() == 1.0 and ax.get_adjustable() == "datalim"  # an elongated cloud keeps its panel
     with pytest.raises(ValueError, match="2-D"):
         plots.easy_positives(ax, torch.randn(5, 3), [0, 0, 1, 1, 1], anchors=[0])
 

@@ -97,6 +97,14 @@ def test_page_says_when_a_chapter_has_no_full_scale_run(tmp_path):
     assert "Not run at full scale yet" in report.report_page("dcdl", notebook, [smoke])
 
 
+def test_a_page_points_to_the_chapter_for_the_runs_it_shows_itself():
+    fashion = _run([0], [0.5], "2026-01-01")
+    fashion["settings"]["profile"] = fashion["profile"] = "fashion"
+    page = report.report_page("dcdl", chapters()["dcdl"], [fashion, _run([1], [0.9], "2026-01-02")])
+    assert "`fashion`: 1 run(s)" in page and "{doc}`/notebooks/03_dcdl`" in page
+    assert "## full profile" in page and "## fashion profile" not in page  # the full run only, in full
+
+
 def test_page_shows_mean_and_std_over_seeds_beside_the_paper():
     runs = [_run([s], [v], f"2026-01-0{s + 1}") for s, v in enumerate([0.80, 0.90, 0.85])]
     page = report.report_page("dcdl", chapters()["dcdl"], runs)

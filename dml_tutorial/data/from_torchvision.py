@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import pickle
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from .._checks import check_choice
 from .core import DATA_ROOT, ArrayDataset, Splits, _split, _torchvision
 from .on_disk import _image_folder_by_top_dir
 
@@ -90,21 +92,54 @@ def resize_uint8(x: torch.Tensor, size: int) -> torch.Tensor:
     return y.round_().clamp_(0, 255).to(torch.uint8)
 
 
-def omniglot(split="classes", root=DATA_ROOT, download=True, transform=None, **_) -> Splits:
-    """Omniglot with **alphabet** labels (EPS paper, section 5.2): the 30 "background" alphabets for training and
-    the 20 "evaluation" alphabets for testing; images read from torchvision's on-disk layout. Each split's
-    ``extras['letters']`` holds the character of every image (the EPS paper's Table 3 evaluates on those too)."""
+def omniglot(split="classes", root=DATA_ROOT, download=True, transform=None, labels="alphabets",
+             val_fraction: float = 0.2, test_drawers: int = 5, **_) -> Splits:
+    """Omniglot from torchvision's on-disk layout, with the glyph test bed's three splits
+    (:func:`dml_tutorial.data.rendered.glyphs`):
+
+    - ``split="classes"``: the 30 "background" alphabets for training, the 20 "evaluation" ones for testing (the
+      EPS paper, section 5.2);
+    - ``split="validation"``: inside the background alphabets only: the last ``val_fraction`` of its classes held
+      out for testing, so a search never sees a test class;
+    - ``split="samples"``: every class on both sides, the 20 drawers split (the last ``test_drawers`` for testing):
+      closed-set retrieval of hands never seen.
+
+    ``labels="alphabets"`` (the EPS paper's) or ``"characters"`` (the 1,623 characters, Omniglot's usual classes);
+    ``extras`` hold ``letters`` (the character of every image, label * 1000 + its index), ``alphabet`` and
+    ``drawer``."""
     from torchvision.datasets import Omniglot
 
-    parts = []
+    check_choice(split, ("classes", "validation", "samples"), "split")
+    check_choice(labels, ("alphabets", "characters"), "labels")
+    parts, names = [], []
     for background in (True, False):
         folder = "images_background" if background else "images_evaluation"
         base = Path(root) / "omniglot-py" / folder
         if not base.is_dir():
             _torchvision("omniglot", Omniglot, root, download, background=background)
-        parts.append(_image_folder_by_top_dir(base, transform, offset=sum(len(p.extras["names"]) for p in parts)))
-    return Splits("omniglot", "classes", parts[0], parts[1], "torchvision.datasets.Omniglot (alphabet labels)",
-                  parts[0].extras["names"] + parts[1].extras["names"])
+        ds, found = _image_folder_by_top_dir(base, transform, offset=len(names))
+        names += found
+        label = ds.extras["letters"] if labels == "characters" else ds.labels
+        parts.append(replace(ds, labels=label, extras={**ds.extras, "alphabet": ds.labels}))
+    source = f"torchvision.datasets.Omniglot ({labels[:-1]} labels)"
+    class_names = names if labels == "alphabets" else []
+    if split == "classes":
+        return Splits("omniglot", split, parts[0], parts[1], source, class_names)
+    if split == "samples":
+        both = replace(parts[0], paths=parts[0].paths + parts[1].paths,
+                       labels=np.concatenate([parts[0].labels, parts[1].labels]),
+                       extras={k: np.concatenate([parts[0].extras[k], parts[1].extras[k]]) for k in parts[0].extras})
+        drawers = np.unique(both.extras["drawer"])
+        if not 0 < test_drawers < len(drawers):
+            raise ValueError(f"test_drawers must be between 1 and {len(drawers) - 1}, got {test_drawers}")
+        test = np.isin(both.extras["drawer"], drawers[-test_drawers:])
+        return Splits("omniglot", split, both.subset(~test), both.subset(test), source, class_names)
+    classes = np.unique(parts[0].labels)
+    n_val = round(val_fraction * len(classes))
+    if not 0 < n_val < len(classes):
+        raise ValueError(f"val_fraction {val_fraction} leaves no fitting or no validation class of {len(classes)}")
+    held = np.isin(parts[0].labels, classes[-n_val:])
+    return Splits("omniglot", split, parts[0].subset(~held), parts[0].subset(held), source, class_names)
 
 
 CIFAR10_CLASSES = ["airplane", "automobile", "bird", "cat", "deer", "dog", "frog", "horse", "ship", "truck"]

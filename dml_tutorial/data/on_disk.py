@@ -123,9 +123,11 @@ def image_transforms(size: int = 224, train: bool = True):
     return T.Compose([T.Resize(int(size * 256 / 224)), T.CenterCrop(size), T.ToTensor(), norm])
 
 
-def _image_folder_by_top_dir(base: Path, transform, offset=0) -> ImageListDataset:
+def _image_folder_by_top_dir(base: Path, transform, offset=0) -> tuple[ImageListDataset, list]:
     """Label = the top folder (an Omniglot alphabet); ``extras['letters']`` = the sub-folder (its character),
-    numbered label * 1000 + the character's index, so that letters of different alphabets never share an id."""
+    numbered label * 1000 + the character's index, so that letters of different alphabets never share an id;
+    ``extras['drawer']`` = the number after the file name's underscore (Omniglot's ``0101_07.png``: drawer 7), or
+    -1. Returns the dataset and the top folders' names."""
     names = sorted(p.name for p in base.iterdir() if p.is_dir())
     paths, labels, letters = [], [], []
     for i, name in enumerate(names):
@@ -135,4 +137,7 @@ def _image_folder_by_top_dir(base: Path, transform, offset=0) -> ImageListDatase
             paths += files
             labels += [offset + i] * len(files)
             letters += [(offset + i) * 1000 + j] * len(files)
-    return ImageListDataset(paths, np.asarray(labels), transform, {"names": names, "letters": np.asarray(letters)})
+    drawers = [int(p.stem.rsplit("_", 1)[1]) if "_" in p.stem and p.stem.rsplit("_", 1)[1].isdigit() else -1
+               for p in paths]
+    extras = {"letters": np.asarray(letters, dtype=np.int64), "drawer": np.asarray(drawers, dtype=np.int64)}
+    return ImageListDataset(paths, np.asarray(labels), transform, extras), names
