@@ -84,6 +84,6 @@ def test_every_paper_chapter_has_one_findings_box_that_the_verdict_table_links_t
     assert len(targets) == 1 and re.search(r"^## \d+\. Findings$", targets[0], re.MULTILINE)
     box = next(c for c in nb["cells"] if f'findings.show("{chapter}"' in "".join(c["source"]))
     assert "remove-input" in box["metadata"]["tags"]
-    shown = "".join(o.get("data", {}).get("text/markdown", "") for o in box["outputs"])
+    shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in box["outputs"])
     assert shown.startswith(":::{admonition} Findings"), "the stored chapter has no executed findings box"
     assert f"<{chapter}-findings>`" in (report.PAGES / "verdicts.md").read_text()
