@@ -1,10 +1,8 @@
 """benchmarks/bench_suite.py: `make test`'s JUnit reports summed by kind, file and test, on hand-written reports."""
 
-import importlib.util
-import sys
 
 import pytest
-from conftest import ROOT
+from conftest import load_benchmark
 
 UNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0"
 failures="1" skipped="1" tests="5" time="30.0">
@@ -24,11 +22,7 @@ failures="0" skipped="0" tests="2" time="50.0">
 
 @pytest.fixture
 def suite():
-    spec = importlib.util.spec_from_file_location("bench_suite", ROOT / "benchmarks" / "bench_suite.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_suite"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_suite")
 
 
 def test_sums_by_kind_file_and_test_and_closes_with_the_counts(suite, tmp_path, capsys):

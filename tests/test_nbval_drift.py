@@ -1,24 +1,18 @@
 """benchmarks/bench_nbval_drift.py and the drift log it reads: what reference.check writes, the z of a drift by hand,
 the 80%-power change against a simulation, and the per-chapter report on a hand-written log."""
 
-import importlib.util
 import json
-import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from conftest import load_benchmark
 
 from dml_tutorial import reference
 
 
 @pytest.fixture
 def bench():
-    spec = importlib.util.spec_from_file_location("bench_nbval_drift", ROOT / "benchmarks" / "bench_nbval_drift.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["bench_nbval_drift"] = module
-    spec.loader.exec_module(module)
-    return module
+    return load_benchmark("bench_nbval_drift")
 
 
 def test_the_check_logs_every_cell_both_runs_have(tmp_path, monkeypatch):
