@@ -93,7 +93,8 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     pairs = noise.PAIRS.get(cfg["dataset"])
     kept = [n for n in cfg["noise"] if n is None or n[0] == "symmetric" or pairs]
     alone = [n for n in cfg["alone_noise"] if n is None or n[0] == "symmetric" or pairs]
-    classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg), cfg["n_seeds"]
+    classes = cfg.get("p") or (20 if cfg["dataset"] == "cifar100" else 10)  # every class, or p of them
+    shape, s = _shape(cfg), cfg["n_seeds"]
     local = cfg["locals"][0]
     batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
 
@@ -187,7 +188,8 @@ def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
     if cfg["dataset"] in TRAIN_IMAGES:
         return TRAIN_IMAGES[cfg["dataset"]]
     split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
-    return len(data.load_dataset(cfg["dataset"], split=split, seen=cfg.get("seen") or range(6), root=root).train)
+    return len(data.load_dataset(cfg["dataset"], split=split, seen=cfg.get("seen") or range(6), root=root,
+                                 **cfg.get("dataset_options", {})).train)
 
 
 def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, bool]]:
