@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -49,7 +50,8 @@ class Trainings:
     """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
     ``loss``: what the probe times: ``None`` a triplet loss, ``(local, term, lam)`` a DCDL objective, and
     ``("cbswr", method, changes)`` an unsupervised objective of :mod:`dml_tutorial.clustering` on images and their
-    views; on batches of ``classes`` classes (``None``: two inputs a class)."""
+    views, ``("bench", name)`` a labelled method of the bench (:func:`dml_tutorial.bench.make_loss`); on batches of
+    ``classes`` classes (``None``: two inputs a class)."""
 
     section: str
     runs: int
@@ -160,21 +162,24 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
              ("pretrained start", (1 + noisy) * s))]
 
 
-def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
+def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines
     names = bench.selected(cfg)  # the unsupervised search's steps: counted at the whole split's size, an upper bound
-    labelled = [n for n in names if bench.METHODS[n].supervised]
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)
     unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
     search = cfg["search_seeds"] * bench.SEARCH_BUDGET
     noisy = sum(1 for r in cfg["rates"] if r)
-    return [Trainings("search, labelled", search * len(labelled), steps, batch, cfg["model"], shape),
-            Trainings("search, unsupervised", search * (len(names) - len(labelled)), unsup,
-                      2 * cfg["unsup_batch_size"], cfg["model"], shape),
-            Trainings("bench, labelled", s * len(labelled), steps, batch, cfg["model"], shape),
-            Trainings("bench, unsupervised", s * (len(names) - len(labelled)), unsup, 2 * cfg["unsup_batch_size"],
-                      cfg["model"], shape),
-            Trainings("noise rates and toplines", 2 * noisy * s * len(labelled), steps, batch, cfg["model"], shape)]
+    out = []
+    for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
+        m = bench.method(name)
+        if m.supervised:
+            out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
+                                 ("bench", name), cfg["p"]))
+        else:
+            own = ((m.knob, m.values[0]), ("batch_size", cfg["unsup_batch_size"]))  # as bench.settings
+            out.append(Trainings(name, search + s, unsup, 2 * cfg["unsup_batch_size"], cfg["model"], shape,
+                                 ("cbswr", m.unsupervised, own)))
+    return out
 
 
 #: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.
@@ -231,6 +236,7 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
     x = torch.randn(batch, *shape, device=dev)
     y = torch.arange(batch, device=dev) % max(1, classes or batch // 2)
     loss_fn = loss_fn or (lambda z, y: losses.triplet_loss(z, y, margin=0.2))
+    arity = train._loss_arity(loss_fn)
     amp_dtype = train.amp_precision(dev)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
 
@@ -241,7 +247,8 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
         else:
             with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
                 z = net(x)
-            loss = loss_fn(z.float(), y)
+            batch = SimpleNamespace(x=x, indices=torch.arange(len(x)), model=net)  # as train.fit passes it
+            loss = loss_fn(z.float(), y) if arity < 3 else loss_fn(z.float(), y, batch)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -338,6 +345,8 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
             own = {"hidden": cfg.get("hidden")} if t.model == cfg["model"] else {}
             if t.loss and t.loss[0] == "cbswr":
                 own["objective"] = partial(_unsupervised, t.loss[1], t.shape, {**cfg, **dict(t.loss[2])})
+            elif t.loss and t.loss[0] == "bench":
+                own.update(loss_fn=bench.make_loss(t.loss[1]), classes=t.classes)
             elif t.loss:
                 own.update(loss_fn=dcdl.dcdl_loss(*t.loss), classes=t.classes)
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
