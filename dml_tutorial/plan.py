@@ -193,8 +193,9 @@ def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
     if cfg["dataset"] in TRAIN_IMAGES:
         return TRAIN_IMAGES[cfg["dataset"]]
     split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
-    seen = {} if cfg.get("seen") is None else {"seen": cfg["seen"]}  # None: the loader's own split
-    return len(data.load_dataset(cfg["dataset"], split=split, root=root, **seen, **cfg.get("dataset_options", {})).train)
+    options = {**({} if cfg.get("seen") is None else {"seen": cfg["seen"]}),  # None: the loader's own split
+               **cfg.get("dataset_options", {})}
+    return len(data.load_dataset(cfg["dataset"], split=split, root=root, **options).train)
 
 
 def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, bool]]:
