@@ -185,7 +185,7 @@ def robustness(noisy, topline, metric: str = "R@1") -> dict:
 def ranking(values: dict) -> pd.DataFrame:
     """``{method: per-seed values}`` (higher is better, the same seeds for every method) as a table sorted best
     first: mean, 95% interval of the mean (in points) and the rank with ties of
-    :func:`dml_tutorial.evidence.tied_ranks` (paired tests between neighbours in mean order)."""
+    :func:`dml_tutorial.evidence.tied_ranks` (in mean order, each method tested against the first of its group)."""
     ranks = evidence.tied_ranks(values)
     rows = []
     for name, v in values.items():

@@ -90,11 +90,13 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
 
 def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
                     device="auto", progress: bool = False, checkpoint=None) -> Run:
-    """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (see
-    :func:`_train` for the ``cfg`` keys), then probe it. The noise draw, the initialisation and the batches all
-    follow ``seed``."""
+    """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (the DCDL
+    paper's; ``cfg["p"]`` classes instead where it is set, as on the glyph test bed's hundreds), see :func:`_train`
+    for the other ``cfg`` keys, then probe it. The noise draw, the initialisation and the batches all follow
+    ``seed``."""
     data = corrupt(splits.train, noise, seed, pairs)
-    model, history, seconds = _train(data, loss_fn, cfg, p=len(np.unique(data.labels)), k=k, seed=seed,
+    p = cfg.get("p") or len(np.unique(data.labels))
+    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed,
                                      device=device, progress=progress, checkpoint=checkpoint)
     workers = cfg.get("workers", 0)
     z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, splits.test, num_workers=workers)

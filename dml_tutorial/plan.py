@@ -25,6 +25,7 @@ import time
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 
@@ -49,7 +50,8 @@ class Trainings:
     """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
     ``loss``: what the probe times: ``None`` a triplet loss, ``(local, term, lam)`` a DCDL objective, and
     ``("cbswr", method, changes)`` an unsupervised objective of :mod:`dml_tutorial.clustering` on images and their
-    views; on batches of ``classes`` classes (``None``: two inputs a class)."""
+    views, ``("bench", name)`` a labelled method of the bench (:func:`dml_tutorial.bench.make_loss`); on batches of
+    ``classes`` classes (``None``: two inputs a class)."""
 
     section: str
     runs: int
@@ -93,7 +95,8 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     pairs = noise.PAIRS.get(cfg["dataset"])
     kept = [n for n in cfg["noise"] if n is None or n[0] == "symmetric" or pairs]
     alone = [n for n in cfg["alone_noise"] if n is None or n[0] == "symmetric" or pairs]
-    classes, shape, s = 10 if cfg["dataset"] != "cifar100" else 20, _shape(cfg), cfg["n_seeds"]
+    classes = cfg.get("p") or (20 if cfg["dataset"] == "cifar100" else 10)  # every class, or p of them
+    shape, s = _shape(cfg), cfg["n_seeds"]
     local = cfg["locals"][0]
     batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
 
@@ -159,21 +162,24 @@ def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew
              ("pretrained start", (1 + noisy) * s))]
 
 
-def _bench(cfg, n_train):  # the search on the validation split, the bench, the noise rates with their toplines
+def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines
     names = bench.selected(cfg)  # the unsupervised search's steps: counted at the whole split's size, an upper bound
-    labelled = [n for n in names if bench.METHODS[n].supervised]
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)
     unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
     search = cfg["search_seeds"] * bench.SEARCH_BUDGET
     noisy = sum(1 for r in cfg["rates"] if r)
-    return [Trainings("search, labelled", search * len(labelled), steps, batch, cfg["model"], shape),
-            Trainings("search, unsupervised", search * (len(names) - len(labelled)), unsup,
-                      2 * cfg["unsup_batch_size"], cfg["model"], shape),
-            Trainings("bench, labelled", s * len(labelled), steps, batch, cfg["model"], shape),
-            Trainings("bench, unsupervised", s * (len(names) - len(labelled)), unsup, 2 * cfg["unsup_batch_size"],
-                      cfg["model"], shape),
-            Trainings("noise rates and toplines", 2 * noisy * s * len(labelled), steps, batch, cfg["model"], shape)]
+    out = []
+    for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
+        m = bench.method(name)
+        if m.supervised:
+            out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
+                                 ("bench", name), cfg["p"]))
+        else:
+            own = ((m.knob, m.values[0]), ("batch_size", cfg["unsup_batch_size"]))  # as bench.settings
+            out.append(Trainings(name, search + s, unsup, 2 * cfg["unsup_batch_size"], cfg["model"], shape,
+                                 ("cbswr", m.unsupervised, own)))
+    return out
 
 
 #: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.
@@ -187,7 +193,9 @@ def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
     if cfg["dataset"] in TRAIN_IMAGES:
         return TRAIN_IMAGES[cfg["dataset"]]
     split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
-    return len(data.load_dataset(cfg["dataset"], split=split, seen=cfg.get("seen") or range(6), root=root).train)
+    options = {**({} if cfg.get("seen") is None else {"seen": cfg["seen"]}),  # None: the loader's own split
+               **cfg.get("dataset_options", {})}
+    return len(data.load_dataset(cfg["dataset"], split=split, root=root, **options).train)
 
 
 def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, bool]]:
@@ -229,6 +237,7 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
     x = torch.randn(batch, *shape, device=dev)
     y = torch.arange(batch, device=dev) % max(1, classes or batch // 2)
     loss_fn = loss_fn or (lambda z, y: losses.triplet_loss(z, y, margin=0.2))
+    arity = train._loss_arity(loss_fn)
     amp_dtype = train.amp_precision(dev)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
 
@@ -239,7 +248,8 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
         else:
             with torch.autocast(dev.type, dtype=amp_dtype, enabled=amp):
                 z = net(x)
-            loss = loss_fn(z.float(), y)
+            batch = SimpleNamespace(x=x, indices=torch.arange(len(x)), model=net)  # as train.fit passes it
+            loss = loss_fn(z.float(), y) if arity < 3 else loss_fn(z.float(), y, batch)
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         scaler.step(optimizer)
@@ -336,6 +346,8 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
             own = {"hidden": cfg.get("hidden")} if t.model == cfg["model"] else {}
             if t.loss and t.loss[0] == "cbswr":
                 own["objective"] = partial(_unsupervised, t.loss[1], t.shape, {**cfg, **dict(t.loss[2])})
+            elif t.loss and t.loss[0] == "bench":
+                own.update(loss_fn=bench.make_loss(t.loss[1]), classes=t.classes)
             elif t.loss:
                 own.update(loss_fn=dcdl.dcdl_loss(*t.loss), classes=t.classes)
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]

@@ -272,8 +272,9 @@ def gains_by_scale(frames: dict, title: str = "", wrap: int = 34):
     y = {name: i for i, name in enumerate(names[::-1])}
     labels = [textwrap.fill(label_mpl(n), wrap) for n in y]
     lines = max(label.count("\n") + 1 for label in labels)  # rows as tall as the longest wrapped label
+    height = max(3.2, 1.6 + (0.12 + 0.2 * lines) * len(names))  # titles, axis and legend need ~1.6 in of their own
     fig, axes = plt.subplots(1, len(frames), sharey=True, squeeze=False, constrained_layout=True,
-                             figsize=(3.2 + 2.6 * len(frames), 1.2 + (0.12 + 0.2 * lines) * len(names)))
+                             figsize=(3.2 + 2.6 * len(frames), height))
     for ax, (scale, frame) in zip(axes[0], frames.items()):
         for r in frame.to_dict("records"):
             yi = y[r["claim"]]

@@ -199,8 +199,15 @@ def test_a_wide_interval_never_ranks_above_a_higher_mean():
         evidence.tied_ranks({"A": [0.1, 0.2], "B": [0.1]})
 
 
-def test_chained_ties_share_one_rank():
-    base = np.array([0.50, 0.52, 0.48, 0.51, 0.49])
+def test_ties_do_not_chain_a_method_separated_from_its_groups_first_starts_a_new_rank():
+    """A ~ B and B ~ C, but A and C separate: C ranks below A (a chain of ties once gave one rank to MAP@R 9.9 and
+    3.9). Where A and C do not separate either, all three share the first rank."""
+    base, e = np.array([0.50, 0.52, 0.48, 0.51, 0.49]), np.array([0.01, -0.01, 0.01, -0.01, 0.0])
+    separated = {"A": base + 0.02, "B": base + 0.01 - e, "C": base + np.array([0.001, 0, -0.001, 0, 0])}
+    d = {k: evidence.paired(separated[k[1]], separated[k[0]], evidence.adjusted_confidence(2))["ci"]
+         for k in ("AB", "BC", "AC")}
+    assert d["AB"][0] < 0 < d["AB"][1] and d["BC"][0] < 0 < d["BC"][1] and d["AC"][0] > 0  # the premise
+    assert evidence.tied_ranks(separated) == {"A": 1, "B": 1, "C": 3}
     chain = {"A": base + 0.02 + np.array([0, 0.01, -0.01, 0, 0]), "B": base + 0.01,
              "C": base + np.array([0, -0.01, 0.01, 0, 0])}
     assert evidence.tied_ranks(chain) == {"A": 1, "B": 1, "C": 1}

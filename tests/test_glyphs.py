@@ -39,6 +39,16 @@ def test_class_disjoint_validation_and_sample_splits(tmp_path):
     assert s.class_names[0] == chr(int(s.train.extras["code"][0]))
 
 
+def test_named_seen_characters_train_and_every_other_one_tests(tmp_path):
+    """EPS's even/odd experiment asks for characters 0-5 as the digits' loader gives digits 0-5; without ``seen``
+    the split is the first ``seen_fraction`` of the characters, as before."""
+    s = data.load_dataset("glyphs", script="latin", faces=TINY, n_classes=10, size=16, root=tmp_path,
+                          progress=False, seen=range(6))
+    assert set(s.train.labels) == set(range(6)) and set(s.test.labels) == set(range(6, 10))
+    assert len(s.train) == 6 * len(TINY) * 2
+    assert set(_load(tmp_path, seen=None).train.labels) == set(range(20))
+
+
 def test_the_same_arguments_give_the_same_arrays_and_the_cache_is_checked(tmp_path):
     a = _load(tmp_path / "a")
     b = _load(tmp_path / "b")

@@ -5,6 +5,7 @@ every execution, nbval's included, and the full/colab dry runs in test_full_prof
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ import torch
 from conftest import ROOT
 
 from dml_tutorial import (
+    bench,
     clustering,
     data,
     dcdl,
@@ -143,6 +145,46 @@ def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
     real = plan.probe("mlp", (1, 40), 16, 8, "cpu", steps=1, hidden=48,
                       objective=lambda net: clustering.make_objective("CBSwR", net, (1, 40), cfg))
     assert real > 0
+
+
+def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
+    """The bench's L^W step costs several triplet steps and CBSwR's clustering more again: each labelled method is
+    probed with its own objective (bench.make_loss) on batches of the profile's P classes, each unsupervised one
+    with its clustering objective at its default knob; the counts are the notebook's (search, bench, noisy runs and
+    toplines per labelled method; search and bench per unsupervised one)."""
+    probed = []
+    monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
+    cfg = profiles.settings("bench", "smoke")
+    p = plan.make("bench", cfg, "cpu", n_train=1_000)
+    names, s = bench.selected(cfg), cfg["n_seeds"]
+    labelled = [n for n in names if bench.method(n).supervised]
+    search, noisy = cfg["search_seeds"] * bench.SEARCH_BUDGET, sum(1 for r in cfg["rates"] if r)
+    assert p.runs == len(labelled) * (search + s + 2 * noisy * s) + (len(names) - len(labelled)) * (search + s)
+    assert [t.section for t in p.trainings] == names and len(probed) == len(names)
+    net, x, y = models.make_model("mlp", (1, 8, 8), 8), torch.randn(20, 1, 8, 8), torch.arange(20) % 5
+
+    def value(loss):  # as train.fit calls it; some methods draw their negatives at random
+        torch.manual_seed(0)
+        return loss(net(x), y, SimpleNamespace(x=x, indices=torch.arange(20), model=net)).item()
+
+    for t, kw in zip(p.trainings, probed):
+        if t.loss[0] == "bench":
+            assert kw["classes"] == cfg["p"]
+            assert value(kw["loss_fn"]) == pytest.approx(value(bench.make_loss(t.section)))
+        else:
+            built = kw["objective"](models.make_model("mlp", (1, 8, 8), 8))
+            assert type(built).__name__ == bench.method(t.section).unsupervised
+    with_ec = bench.make_loss("Triplet + EC")  # a term that needs the model: the probe passes the batch as fit does
+    assert plan.probe("mlp", (1, 8, 8), 20, 8, "cpu", steps=1, loss_fn=with_ec, classes=5) > 0
+
+
+def test_dcdl_plan_counts_p_classes_a_batch_where_the_profile_sets_p(monkeypatch):
+    """On the glyph test bed DCDL's batches hold ``p`` of its 300 characters (not every class, as on CIFAR-10)."""
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    cfg = profiles.settings("dcdl", "glyphs")
+    p = plan.make("dcdl", cfg, "cpu", n_train=4_800)
+    assert {t.batch for t in p.trainings} == {cfg["p"] * dcdl.SAMPLES_PER_CLASS["trip"]}
+    assert {t.classes for t in p.trainings} == {cfg["p"]}
 
 
 def test_downloads_list_the_dataset_and_the_backbone_weights_and_what_is_already_here(tmp_path, monkeypatch):

@@ -189,3 +189,18 @@ def test_embedding_plots_show_at_most_max_classes_and_say_so():
     assert "(5 of 30 classes)" in ax.get_title()
     assert sum(len(c.get_offsets()) for c in ax.collections) == 50  # 5 classes x 10 points
     plt.close(fig)
+
+
+def test_the_findings_forest_plot_keeps_readable_panels_for_two_claims():
+    """A chapter with two claims (CBSwR) and three test beds once drew panels 0.3 in tall under their titles and
+    legend: the figure has a floor height, so each panel keeps at least an inch for its intervals."""
+    import pandas as pd
+
+    frame = pd.DataFrame({"claim": ["CBSwR beats SME (R@1)", "CBSwR beats CBS (R@1)"], "ours": [-1.0, 2.0],
+                          "low": [-3.0, 0.5], "high": [1.0, 3.5], "paper": [2.5, None],
+                          "verdict": ["inconclusive", "supported"]})
+    fig = plots.gains_by_scale({"smoke": frame, "Fashion-MNIST": frame, "glyphs": frame}, title="CBSwR")
+    fig.canvas.draw()
+    heights = [ax.get_window_extent().height / fig.dpi for ax in fig.axes]
+    plt.close(fig)
+    assert len(heights) == 3 and min(heights) >= 1.0, heights

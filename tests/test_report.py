@@ -2,6 +2,7 @@
 pages, which must be exactly what the committed run files give."""
 
 import json
+import re
 import subprocess
 
 import numpy as np
@@ -199,3 +200,15 @@ def test_figures_are_saved_only_when_a_run_asks_for_them(monkeypatch, tmp_path):
     assert [p.name for p in saved] == ["unseen-embeddings--sym-0-3.png"]
     assert saved[0].read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     plt.close(fig)
+
+
+def test_the_verdict_cards_on_a_phone_name_the_tables_columns():
+    """On a phone the verdict table is one card per claim, each cell headed by a label that book.css writes by
+    column position: the labels must be the table's headings, in its order (a new scale must add its label)."""
+    page = report.verdicts_page([], {})
+    assert ":::{container} verdict-cards" in page and page.index(":::{container}") < page.index("| chapter |")
+    heading = next(line for line in page.splitlines() if line.startswith("| chapter |"))
+    columns = [c.strip() for c in heading.strip("|").split("|")]
+    css = (ROOT / "book" / "_css" / "book.css").read_text()
+    labels = dict(re.findall(r'\.verdict-cards td:nth-child\((\d+)\)::before \{ content: "(.+?): "; \}', css))
+    assert [labels.get(str(i)) for i in range(3, len(columns) + 1)] == columns[2:]
