@@ -128,6 +128,13 @@ def load_runs(folder: Path = RESULTS) -> list[dict]:
     return sorted(runs, key=lambda r: r["date"])
 
 
+def recorded(chapter: str, profile: str, folder: Path = RESULTS) -> dict:
+    """``{table: measured}`` of the committed runs of ``chapter`` under ``profile``, seeds merged (``{}`` when
+    none has run): what a chapter reads to write about its real-data runs."""
+    runs = [r for r in load_runs(folder) if r["chapter"] == chapter and r.get("profile") == profile]
+    return {table: measured for table, (measured, _) in merge_seeds(runs).items()}
+
+
 def group(runs: list[dict]) -> dict:
     """``{(profile, dataset, model, epochs): [runs]}``: runs of the same experiment that differ only in seed."""
     groups = defaultdict(list)

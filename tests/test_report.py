@@ -212,3 +212,17 @@ def test_the_verdict_cards_on_a_phone_name_the_tables_columns():
     css = (ROOT / "book" / "_css" / "book.css").read_text()
     labels = dict(re.findall(r'\.verdict-cards td:nth-child\((\d+)\)::before \{ content: "(.+?): "; \}', css))
     assert [labels.get(str(i)) for i in range(3, len(columns) + 1)] == columns[2:]
+
+
+def test_recorded_merges_the_seeds_of_one_chapter_and_profile(tmp_path):
+    """What a chapter reads of its committed runs: only its own chapter and profile, seeds merged; {} when none."""
+    for chapter, profile, seed, value in (("bench", "glyphs", 0, 0.4), ("bench", "glyphs", 1, 0.6),
+                                          ("bench", "fashion", 0, 0.1), ("eps", "glyphs", 0, 0.9)):
+        folder = tmp_path / chapter
+        folder.mkdir(exist_ok=True)
+        run = {"chapter": chapter, "profile": profile, "date": f"2026-11-25T0{seed}", "seeds": [seed],
+               "settings": {}, "tables": [{"table": "T", "seeds": [seed], "measured": {"A": {"R@1": [value]}},
+                                           "paper": {}}]}
+        (folder / f"{profile}_seed-{seed}.json").write_text(json.dumps(run))
+    assert report.recorded("bench", "glyphs", tmp_path) == {"T": {"A": {"R@1": [0.4, 0.6]}}}
+    assert report.recorded("cbswr", "glyphs", tmp_path) == {}
