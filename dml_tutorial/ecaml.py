@@ -16,8 +16,9 @@ from __future__ import annotations
 from functools import partial
 
 from . import losses
+from ._checks import check_choice
 from .objective import Objective
-from .regularizers import energy_confusion, unit_norm_rows
+from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
 
 #: The metric losses of section 4.2 with the paper's hyperparameters; the triplet loss (Schroff et al., as the paper
 #: cites) mines FaceNet's semi-hard band. The released code mines half hardest, half random negatives instead.
@@ -52,6 +53,8 @@ def ecaml_loss(
     reduction: str = "mean",
     fc_only: bool = True,
     fc_unit_norm: float = 0.0,
+    ec: str = "paper",
+    local_options: dict | None = None,
 ):
     """``loss(z, y, batch) = L_m(z, y) + lam * EC`` for ``train.fit`` (which passes
     ``batch.x`` and ``batch.model``). ``lam`` defaults to the paper's (:data:`LAMBDA`);
@@ -59,34 +62,45 @@ def ecaml_loss(
     independent of the classes per batch) or "sum" (the equations as printed);
     ``fc_only``: EC reaches the embedding layer only (the paper) or the whole network;
     ``fc_unit_norm``: the released code's extra ``fc_unit_norm *
-    unit_norm_rows(embedding weight)`` (0.5 there; 0, the paper, by default)."""
+    unit_norm_rows(embedding weight)`` (0.5 there; 0, the paper, by default);
+    ``ec="released"``: EC as the released code computes it instead, log E over ten
+    random partners per anchor on the raw (unnormalised) embedding-layer output
+    (:func:`~dml_tutorial.regularizers.released_energy_confusion`; ``log`` and
+    ``reduction`` then do not apply); ``local_options``: the metric loss's own
+    settings over :data:`LOCAL_LOSSES`' (e.g. ``{"scale": 10}`` for N-pair)."""
     if local not in LOCAL_LOSSES:
         raise ValueError(
             f"unknown metric loss {local!r}; choose one of {sorted(LOCAL_LOSSES)}"
         )
+    check_choice(ec, ("paper", "released"), "ec")
     lam = LAMBDA[local] if lam is None else float(lam)
     if lam < 0 or fc_unit_norm < 0:
         raise ValueError(
             f"lam and fc_unit_norm must be non-negative, got {lam} and {fc_unit_norm}"
         )
-    ec_term = partial(energy_confusion, log=log, reduction=reduction)
-    ec = Objective(
+    if ec == "paper":
+        ec_term = partial(energy_confusion, log=log, reduction=reduction)
+    else:
+        ec_term = released_energy_confusion
+    ec_objective = Objective(
         NAMES[local],
-        LOCAL_LOSSES[local],
+        partial(LOCAL_LOSSES[local], **(local_options or {})),
         {"energy_confusion": lam},
         label(local, lam),
         term_fns={"energy_confusion": ec_term},
         # fc_only: EC's gradient reaches the embedding layer only (a pass from fc on)
         layer_only={"energy_confusion"} if fc_only else (),
+        # the released layer reads the raw fc output; the paper's EC our normalised one
+        layer_normalize=False if ec == "released" else None,
     )
     if fc_unit_norm == 0:
-        return ec
+        return ec_objective
 
     def loss(z, y, batch):  # the released code's penalty on the embedding weights
         penalty = unit_norm_rows(batch.model.embedding.weight)
-        return ec(z, y, batch) + fc_unit_norm * penalty
+        return ec_objective(z, y, batch) + fc_unit_norm * penalty
 
-    loss.__name__ = ec.__name__
+    loss.__name__ = ec_objective.__name__
     return loss
 
 

@@ -54,13 +54,15 @@ class Objective:
 
     ``local_fn(z, y)`` is the local loss (``None``: none), ``weights`` maps term names to weights, ``term_fns`` the
     names to functions ``f(z, y)`` (default :data:`TERMS`) and ``layer_only`` the terms computed on the embedding
-    layer alone (default :data:`EMBEDDING_LAYER_ONLY`): the paper presets pass their own."""
+    layer alone (default :data:`EMBEDDING_LAYER_ONLY`): the paper presets pass their own. ``layer_normalize``: whether
+    those terms see the embedding layer's output L2-normalised (``None``: as the model's own output is)."""
 
     def __init__(self, local: str, local_fn, weights: dict, name: str, term_fns: dict | None = None,
-                 layer_only=None):
+                 layer_only=None, layer_normalize: bool | None = None):
         self.local, self.local_fn, self.weights, self.__name__ = local, local_fn, dict(weights), name
         self.term_fns = TERMS if term_fns is None else term_fns
         self.layer_only = EMBEDDING_LAYER_ONLY if layer_only is None else set(layer_only)
+        self.layer_normalize = layer_normalize
 
     def parts(self, z, y, batch=None, **local_options) -> dict:
         """Every term's unweighted value: the local loss under its name (``local_options``, e.g. a sampling
@@ -72,7 +74,7 @@ class Objective:
             if term in self.layer_only:
                 if batch is None or getattr(batch, "model", None) is None:
                     raise ValueError(f"the {term!r} term needs the model: call the objective as loss(z, y, batch)")
-                out[term] = self.term_fns[term](embedding_layer_only(batch.model), y)
+                out[term] = self.term_fns[term](embedding_layer_only(batch.model, self.layer_normalize), y)
             else:
                 out[term] = self.term_fns[term](z, y)
         return out

@@ -118,7 +118,8 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
     lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]
     dims = [d for d in cfg["dims"] if d != cfg["dim"]]
     return [Trainings(name, runs * s, steps, batch, cfg["model"], shape) for name, runs in
-            (("Tables 4/5", 2 * len(cfg["locals"])), ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
+            (("Tables 4/5", (2 + ("released" in cfg.get("ec_variants", ()))) * len(cfg["locals"])),
+             ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
              ("Table 2", 2 * len(dims)))]
 
 

@@ -14,7 +14,8 @@ input, detached, so that the EC gradient reaches the embedding layer and not the
 
 The authors' released Caffe code (chenbinghui1/ECAML, ``src/inner_product_layer.cu``, the ``bier_init`` branch
 with ``lamda: 0.5`` in ``examples/car/train_confusion.prototxt``) also adds a term the paper does not mention,
-:func:`unit_norm_rows`, which pulls every row of the embedding layer's weight matrix towards unit norm.
+:func:`unit_norm_rows`, which pulls every row of the embedding layer's weight matrix towards unit norm, and computes
+EC itself differently (:func:`released_energy_confusion`: random partners per anchor, one log of a sum).
 """
 
 from __future__ import annotations
@@ -77,6 +78,52 @@ def energy_confusion(embeddings, labels, num_pairs: int | None = None, log: bool
                              device=generator.device if generator is not None else "cpu")
         pairs = pairs[pick.to(pairs.device)]
     return pairs.mean() if reduction == "mean" else pairs.sum()
+
+
+def released_partners(n: int, partners: int = 10, generator: torch.Generator | None = None) -> torch.Tensor:
+    """The released EC layer's pairs as a boolean [n, n] matrix: row i < n - 2 ``partners`` holds ``partners``
+    columns drawn uniformly without replacement from i + 2, ..., n - 1; later rows hold none."""
+    if int(partners) < 1:
+        raise ValueError(f"partners must be a positive integer, got {partners}")
+    n, partners = int(n), int(partners)
+    flags = torch.zeros(n, n, dtype=torch.bool)
+    anchors = max(n - 2 * partners, 0)
+    if anchors == 0:
+        return flags
+    i = torch.arange(n)
+    # a uniform random subset of {i + 2, ..., n - 1}: the `partners` smallest of random scores there
+    device = generator.device if generator is not None else "cpu"
+    scores = torch.rand(anchors, n, generator=generator, device=device).cpu()
+    scores = scores.masked_fill(i[None, :] < i[:anchors, None] + 2, float("inf"))
+    flags[i[:anchors, None], scores.argsort(dim=1)[:, :partners]] = True
+    return flags
+
+
+def released_energy_confusion(embeddings, labels, partners: int = 10,
+                               generator: torch.Generator | None = None) -> torch.Tensor:
+    """EC as the authors' Caffe layer computes it (chenbinghui1/ECAML, ``src/energy_confusion.cpp``), not as the
+    paper prints it: ``log E`` with
+
+        E = sum over flagged pairs (i, j) of ||z_i - z_j||^2 / (2 w_ij),
+
+    where every anchor i < n - 2 ``partners`` flags ``partners`` partners j drawn without replacement from
+    i + 2, ..., n - 1 (the layer's ``random_shuffle`` from i + 2, ``random_num: 10``), and w_ij is the number of
+    same-class pairs i < j of the whole batch when y_i = y_j, of different-class pairs otherwise. Same-class
+    partners are not excluded (in pair-ordered batches skipping i + 1 makes them rare). The layer's backward
+    divides the gradient of E by E ("for log(E)"), which is the gradient of log E. The sum over flagged pairs is
+    a sum, not a mean. A batch with no flagged pair, or whose flagged pairs coincide, gives a zero term that keeps
+    its gradient graph (the layer would divide by zero)."""
+    z, y = check_embeddings(embeddings, labels)
+    flags = released_partners(len(y), partners, generator).to(z.device)
+    if not flags.any():
+        return z.sum() * 0.0
+    i = torch.arange(len(y), device=z.device)
+    same = y[:, None] == y[None, :]
+    upper = i[None, :] > i[:, None]
+    w_pos, w_neg = ((pairs & upper).sum().clamp_min(1).to(z.dtype) for pairs in (same, ~same))
+    weight = torch.where(same, 1.0 / w_pos, 1.0 / w_neg) * flags
+    energy = (0.5 * pairwise_sq_distances(z) * weight).sum()
+    return torch.where(energy > 0, torch.log(energy.clamp_min(torch.finfo(z.dtype).tiny)), z.sum() * 0.0)
 
 
 def embedding_layer_only(model, normalize: bool | None = None) -> torch.Tensor:

@@ -102,3 +102,22 @@ def test_paper_gains_read_off_tables_4_to_6():
     assert gains[("CUB", "N-Pair")] == pytest.approx(53.2 - 51.9)  # Table 5
     assert gains[("SOP", "Binomial")] == pytest.approx(71.3 - 68.5)  # Table 6
     assert min(gains.values()) == pytest.approx(1.3) and max(gains.values()) == pytest.approx(12.7)
+
+
+def test_the_released_ec_reads_the_raw_embedding_layer_output():
+    model, x, y = _setup(3)
+    model.eval()
+    z = model(x)
+    raw = model.embedding(model.hidden)  # the unnormalised fc output the released layer reads
+    assert not torch.allclose(raw.norm(dim=1), torch.ones(len(y)))
+    torch.manual_seed(11)
+    value = ecaml.ecaml_loss("npair", lam=0.5, ec="released", local_options={"scale": 10.0})(
+        z, y, SimpleNamespace(x=x, model=model))
+    torch.manual_seed(11)  # the same partners: the term draws them from the global generator
+    expected = losses.npairs_loss(z, y, scale=10.0) + 0.5 * regularizers.released_energy_confusion(raw, y)
+    assert value.item() == pytest.approx(expected.item(), rel=1e-6)
+    base = ecaml.ecaml_loss("npair", lam=0.0, local_options={"scale": 10.0})(z, y, SimpleNamespace(x=x, model=model))
+    assert base.item() == pytest.approx(losses.npairs_loss(z, y, scale=10.0).item())  # the scale reaches the loss
+    assert base.item() != pytest.approx(losses.npairs_loss(z, y).item())
+    with pytest.raises(ValueError, match="ec"):
+        ecaml.ecaml_loss("npair", ec="caffe")

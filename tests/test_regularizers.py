@@ -157,3 +157,70 @@ def test_pair_energy_is_the_squared_distance_of_means_plus_both_spreads():
             assert energies[i, j].item() == pytest.approx(by_loop.item(), rel=1e-10)
             identity = parts["between"][i, j] + parts["within"][i] + parts["within"][j]
             assert energies[i, j].item() == pytest.approx(identity.item(), rel=1e-10)
+
+
+def _released_loop(z, y, flags):
+    """The released Caffe layer's forward (src/energy_confusion.cpp) transliterated: count the same- and
+    different-class pairs i < j, then add 0.5 ||z_i - z_j||^2 / w over the flagged pairs; the loss is log of it."""
+    n = len(y)
+    w_pos = sum(int(y[i] == y[j]) for i in range(n) for j in range(i + 1, n))
+    w_neg = n * (n - 1) // 2 - w_pos
+    total = 0.0
+    for i in range(n):
+        for j in range(i + 1, n):
+            if flags[i, j]:
+                total += 0.5 * float(((z[i] - z[j]) ** 2).sum()) / (w_pos if y[i] == y[j] else w_neg)
+    return torch.log(torch.tensor(total, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("partners", [1, 3])
+def test_released_ec_matches_the_caffe_loop(partners):
+    z, _ = _batch(classes=5, per_class=4, seed=7)
+    y = torch.tensor([0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 0, 1, 2, 3, 4, 4, 3, 2, 1, 0])
+    value = R.released_energy_confusion(z, y, partners, generator=torch.Generator().manual_seed(3))
+    flags = R.released_partners(len(y), partners, torch.Generator().manual_seed(3))  # the same draw
+    assert value.item() == pytest.approx(_released_loop(z, y, flags).item(), rel=1e-10)
+    # the layer's backward divides the gradient of E by E: the gradient of log E
+    zz = z.clone().requires_grad_(True)
+    R.released_energy_confusion(zz, y, partners, generator=torch.Generator().manual_seed(3)).backward()
+    w_pos = 5 * 6  # 4 samples per class: 6 same-class pairs each, 190 - 30 = 160 different-class pairs
+    zz2 = z.clone().requires_grad_(True)
+    energy = sum(0.5 * ((zz2[i] - zz2[j]) ** 2).sum() / (w_pos if y[i] == y[j] else 190 - w_pos)
+                 for i, j in flags.nonzero().tolist())
+    (energy.backward(), zz2.grad.div_(energy.detach()))  # the layer: dE / E
+    assert torch.allclose(zz.grad, zz2.grad, rtol=1e-9, atol=1e-12)
+
+
+def test_released_partners_follow_the_layer():
+    n, p = 30, 4
+    flags = R.released_partners(n, p, torch.Generator().manual_seed(0))
+    for i in range(n):
+        picked = flags[i].nonzero().flatten().tolist()
+        if i < n - 2 * p:
+            assert len(picked) == p and min(picked) >= i + 2  # never itself, its successor, or an earlier sample
+        else:
+            assert picked == []
+    # uniform over i + 2, ..., n - 1: anchor 0 picks each of its 28 candidates with probability 4 / 28
+    g = torch.Generator().manual_seed(1)
+    counts = sum(R.released_partners(n, p, g)[0].double() for _ in range(2000))
+    assert counts[:2].sum() == 0
+    expected = 2000 * p / (n - 2)
+    assert (counts[2:] - expected).abs().max() < 6 * (expected * (1 - p / (n - 2))) ** 0.5
+
+
+def test_released_ec_degenerate_and_bad_inputs():
+    z, y = _batch(classes=2, per_class=3, seed=5)
+    zz = z.clone().requires_grad_(True)
+    none = R.released_energy_confusion(zz, y, partners=3)  # n = 6 <= 2 x 3: no anchor flags a partner
+    none.backward()
+    assert none.item() == 0.0 and torch.isfinite(zz.grad).all()
+    dup = torch.zeros(12, 3, requires_grad=True)  # every flagged pair coincides: zero, finite gradient
+    value = R.released_energy_confusion(dup, torch.arange(12) % 3, partners=2)
+    value.backward()
+    assert value.item() == 0.0 and torch.isfinite(dup.grad).all()
+    one_class = R.released_energy_confusion(torch.randn(12, 3), torch.zeros(12, dtype=torch.long), partners=2)
+    assert torch.isfinite(one_class)  # no different-class pair anywhere
+    with pytest.raises(ValueError, match="partners"):
+        R.released_energy_confusion(z, y, partners=0)
+    with pytest.raises(ValueError, match="NaN"):
+        R.released_energy_confusion(z * float("nan"), y)
