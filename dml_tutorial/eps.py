@@ -40,12 +40,15 @@ NAMES = {"triplet": "Trip. + SH", "margin": "Dist-Margin", "ms": "MS"}
 BASELINE_POSITIVES = {"triplet": "random", "margin": "random", "ms": "all"}
 
 
-def eps_loss(name: str, eps: bool = True):
+def eps_loss(name: str, eps: bool = True, **options):
     """The loss ``name`` of :data:`LOSSES` with easy positives (``eps=True``) or with the paper's baseline
-    positives (:data:`BASELINE_POSITIVES`)."""
+    positives (:data:`BASELINE_POSITIVES`). ``options`` replace the loss's settings there (a margin, MS's lambda,
+    a negative miner: a test bed's validated ones); the positives are this function's to choose."""
     if name not in LOSSES:
         raise ValueError(f"unknown loss {name!r}; choose one of {sorted(LOSSES)}")
-    fn = partial(LOSSES[name], positives="easy" if eps else BASELINE_POSITIVES[name])
+    if "positives" in options:
+        raise ValueError("eps_loss chooses the positives (eps=True: easy; eps=False: the paper's baseline's)")
+    fn = partial(LOSSES[name], **options, positives="easy" if eps else BASELINE_POSITIVES[name])
     return Objective(NAMES[name], fn, {}, label(name, eps))  # a local loss alone: the composable objective's simplest
 
 

@@ -139,3 +139,36 @@ def test_nmi_plus_uses_the_papers_cluster_factors():
     assert eps.nmi_plus_clusters("omniglot", 20) == 600
     assert eps.nmi_plus_clusters("digits", 4, factor=3) == 12
     assert all(p["nmi_plus_factor"] is None for p in profiles.CHAPTERS["eps"].values())
+
+
+def test_options_replace_the_losses_settings_but_not_the_positives():
+    g = torch.Generator().manual_seed(2)
+    z = torch.nn.functional.normalize(torch.randn(24, 8, generator=g), dim=1)
+    y = torch.arange(4).repeat_interleave(6)
+    ours = eps.eps_loss("ms", False, lam=0.75)(z, y)
+    assert torch.allclose(ours, losses.multi_similarity_loss(z, y, alpha=2.0, beta=50.0, lam=0.75, positives="all"))
+    assert not torch.allclose(ours, eps.eps_loss("ms", False)(z, y))
+    with pytest.raises(ValueError, match="chooses the positives"):
+        eps.eps_loss("margin", True, positives="random")
+
+
+def test_the_glyph_profiles_loss_settings_are_the_benchs_validated_choices():
+    """The EPS chapter's glyph run uses, for each baseline, the setting the bench's search chose on the validation
+    characters (data/results/bench/glyphs_seed-0.json, the same batches and training length): read it back here so
+    the two cannot drift apart."""
+    import json
+    from pathlib import Path
+
+    record = json.loads((Path(__file__).parents[1] / "data/results/bench/glyphs_seed-0.json").read_text())
+    search = next(t for t in record["tables"] if t["table"].startswith("Search"))["measured"]
+
+    def chosen(method, knob):  # the bench's rows read "<method>, <knob> = <value>"
+        rows = {row: v["MAP@R"] for row, v in search.items() if row.startswith(f"{method}, {knob} = ")}
+        best = max(rows, key=lambda row: sum(rows[row]) / len(rows[row]))
+        return float(best.rsplit("= ", 1)[1])
+
+    options = profiles.CHAPTERS["eps"]["glyphs"]["loss_options"]
+    assert options["triplet"]["margin"] == chosen("Triplet, random semi-hard", "margin")
+    assert options["triplet"]["negatives"] == "semihard-random"  # the bench's random semi-hard triplet
+    assert options["margin"]["beta"] == chosen("Margin", "beta")
+    assert options["ms"]["lam"] == chosen("MS", "lam")
