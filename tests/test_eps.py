@@ -151,24 +151,3 @@ def test_options_replace_the_losses_settings_but_not_the_positives():
     with pytest.raises(ValueError, match="chooses the positives"):
         eps.eps_loss("margin", True, positives="random")
 
-
-def test_the_glyph_profiles_loss_settings_are_the_benchs_validated_choices():
-    """The EPS chapter's glyph run uses, for each baseline, the setting the bench's search chose on the validation
-    characters (data/results/bench/glyphs_seed-0.json, the same batches and training length): read it back here so
-    the two cannot drift apart."""
-    import json
-    from pathlib import Path
-
-    record = json.loads((Path(__file__).parents[1] / "data/results/bench/glyphs_seed-0.json").read_text())
-    search = next(t for t in record["tables"] if t["table"].startswith("Search"))["measured"]
-
-    def chosen(method, knob):  # the bench's rows read "<method>, <knob> = <value>"
-        rows = {row: v["MAP@R"] for row, v in search.items() if row.startswith(f"{method}, {knob} = ")}
-        best = max(rows, key=lambda row: sum(rows[row]) / len(rows[row]))
-        return float(best.rsplit("= ", 1)[1])
-
-    options = profiles.CHAPTERS["eps"]["glyphs"]["loss_options"]
-    assert options["triplet"]["margin"] == chosen("Triplet, random semi-hard", "margin")
-    assert options["triplet"]["negatives"] == "semihard-random"  # the bench's random semi-hard triplet
-    assert options["margin"]["beta"] == chosen("Margin", "beta")
-    assert options["ms"]["lam"] == chosen("MS", "lam")
