@@ -62,7 +62,9 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, 
     if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
         print(f"{table}: not part of the {cfg.get('profile', 'current')} profile")
         return None
-    settings = {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, type(None)))}
+    # every setting a run file can hold, the per-loss dicts included (e.g. N-pair's scale in ``local_options``):
+    # a run file must name each setting that made its numbers
+    settings = {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, dict, type(None)))}
     entry = {"table": table, "seeds": [int(s) for s in seeds], "device": device_name(device),
              "settings": settings, "measured": _jsonable(measured), "paper": _jsonable(paper)}
     SESSION.append(entry)  # what the chapter's conclusions assess (records.session_run)

@@ -48,6 +48,16 @@ def test_record_appends_one_value_per_seed_with_json_keys(monkeypatch, tmp_path)
     assert first["settings"]["epochs"] == 100 and first["device"].startswith("cpu: ")
 
 
+def test_record_keeps_the_per_loss_settings(monkeypatch, tmp_path):
+    """A loss's own settings (a dict, e.g. N-pair's scale) made the numbers: the run file must name them."""
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    cfg = {**CFG, "local_options": {"npair": {"scale": 10.0}}, "dataset_options": {"n_classes": 300}}
+    report.record("T", {"r": {"R@1": [0.5]}}, cfg=cfg, seeds=[0], device="cpu")
+    settings = json.loads(path.read_text())["settings"]
+    assert settings["local_options"] == {"npair": {"scale": 10.0}} and settings["dataset_options"] == {"n_classes": 300}
+
+
 def test_a_table_the_profile_leaves_out_is_announced_and_not_recorded(monkeypatch, tmp_path, capsys):
     path = tmp_path / "tables.jsonl"
     monkeypatch.setenv(report.ENV, str(path))
