@@ -91,3 +91,34 @@ def test_fashion_profiles_run_the_smoke_experiments_on_real_data_with_enough_see
 def test_a_missing_profile_names_the_chapters_profiles():
     with pytest.raises(ValueError, match="no 'fashion' profile; its profiles: smoke, full, colab"):
         profiles.settings("foundations", "fashion")
+
+
+def _glyph_search_choice() -> dict:
+    """``{method: best value}`` of the bench's recorded search on the glyph validation characters, read from its
+    run file (an independent record: the profiles below copy these values by hand)."""
+    import json
+    from pathlib import Path
+
+    run = json.loads((Path(__file__).parents[1] / "data/results/bench/glyphs_seed-0.json").read_text())
+    (search,) = [t for t in run["tables"] if t["table"].startswith("Search")]
+    best = {}
+    for row, cols in search["measured"].items():
+        method, value = row.rsplit(" = ", 1)
+        score = sum(cols["MAP@R"]) / len(cols["MAP@R"])
+        if method not in best or score > best[method][1]:
+            best[method] = (float(value), score)
+    return {method: value for method, (value, _) in best.items()}
+
+
+def test_glyph_profiles_take_the_benchs_validated_settings():
+    """EPS's and ECAML's glyph baselines, and DCDL's weight sweep, take the settings the bench's search chose on
+    validation characters."""
+    chosen = _glyph_search_choice()
+    eps_options = profiles.CHAPTERS["eps"]["glyphs"]["loss_options"]
+    assert eps_options["triplet"] == {"margin": chosen["Triplet, random semi-hard, margin"],
+                                      "negatives": "semihard-random"}
+    assert eps_options["margin"] == {"beta": chosen["Margin, beta"]}
+    assert eps_options["ms"] == {"lam": chosen["MS, lam"]}
+    assert profiles.CHAPTERS["ecaml"]["glyphs"]["local_options"] == {"npair": {"scale": chosen["N-pair, scale"]}}
+    weights = profiles.CHAPTERS["dcdl"]["glyphs"]["lambdas"]
+    assert chosen["Triplet + L^W, sinkhorn"] in weights and chosen["Triplet + L^L, mmd"] in weights
