@@ -73,6 +73,34 @@ def test_released_ec_rows_are_claims_of_their_own_with_the_papers_number(runs):
     assert r["ours"] == pytest.approx(100 * (np.array(measured["ECAML(Tri), released EC"]["R@1"]) - base).mean())
 
 
+def test_a_weight_sweep_claim_compares_weight_0_and_gates_on_the_main_table():
+    """DCDL at its validated weight: Table 3's row at lambda = 0 (the triplet alone) against the same row at the
+    weight, gated on Tables 1/4's triplet against the reference rows there (Table 3 has none)."""
+    rng = np.random.default_rng(2)
+    trip = rng.uniform(0.45, 0.5, 5)
+    main = {"L_Trip": {"clean": trip.tolist()}, "raw input": {"clean": [0.38] * 5},
+            "untrained network": {"clean": (trip - 0.4).tolist()}}
+    sweep = {"L_Trip + L^W": {"0.0": trip.tolist(), "0.1": (trip + 0.03 + rng.normal(0, 0.002, 5)).tolist()},
+             "L_Trip + L^L": {"0.0": trip.tolist(), "0.05": (trip - 0.002 + rng.normal(0, 0.002, 5)).tolist()}}
+    paper = {"L_Trip + L^W": {"0.0": 59.9, "0.1": 63.8}}
+
+    def run(raw):
+        main["raw input"] = {"clean": [raw] * 5}
+        tables = [{"table": "Tables 1/4: local losses with and without the discrepancy term", "seeds": list(range(5)),
+                   "device": "cpu", "settings": {}, "measured": main, "paper": {}},
+                  {"table": "Table 3: the weight lambda", "seeds": list(range(5)), "device": "cpu", "settings": {},
+                   "measured": sweep, "paper": paper}]
+        return claims.assess("dcdl", [{**_run({}), "chapter": "dcdl", "tables": tables}]).set_index("claim")
+
+    frame = run(0.38)
+    w, l = frame.loc["+ L^W at lambda = 0.1 beats L_Trip (clean)"], frame.loc["+ L^L at lambda = 0.05 beats L_Trip (clean)"]
+    assert w["ours"] == pytest.approx(100 * (np.array(sweep["L_Trip + L^W"]["0.1"]) - trip).mean())
+    assert w["verdict"] == "supported" and w["paper"] == pytest.approx(63.8 - 59.9)
+    assert l["verdict"] == "no effect detected"
+    frame = run(0.60)  # the triplet below the raw input in Tables 1/4: no word at any weight
+    assert frame.loc["+ L^W at lambda = 0.1 beats L_Trip (clean)", "verdict"] == "not testable here"
+
+
 def test_a_baseline_below_the_raw_input_makes_every_claim_not_testable(runs):
     """Fashion-MNIST's five seen classes: training scores below raw pixels, so no claim can show there."""
     measured = runs[0]["tables"][0]["measured"]
@@ -158,10 +186,14 @@ def test_claims_name_tables_and_rows_the_chapters_record():
                     for run in report.load_runs() if run["chapter"] == chapter]
         for claim in claims.CLAIMS[chapter]:
             assert claim.table in tables, (chapter, claim.table)
-            assert set(claims.REFERENCES) <= set(tables[claim.table]), (chapter, "reference rows")
-            for row in (claim.base, claim.row):
-                assert any(claim.column in t.get(claim.table, {}).get(row, {}) for t in [tables, *recorded]), (
+            gate_table = claim.table if claim.gate is None else claim.gate[0]  # where the reference rows are
+            assert set(claims.REFERENCES) <= set(tables[gate_table]), (chapter, "reference rows")
+            for row, column in ((claim.base, claim.base_column or claim.column), (claim.row, claim.column)):
+                assert any(column in t.get(claim.table, {}).get(row, {}) for t in [tables, *recorded]), (
                     chapter, claim, row)
+            if claim.gate is not None:
+                table, row, column = claim.gate
+                assert column in tables[table][row] and set(claims.REFERENCES) <= set(tables[table]), claim
 
 
 def test_markdown_and_figure_show_every_claim(runs):
