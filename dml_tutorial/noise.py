@@ -234,3 +234,43 @@ def negative_skew(embeddings, observed, true, negatives: str = "semihard-random"
     if picked == 0 or corrupted_pairs == 0:
         return float("nan")
     return (corrupted / picked) / (corrupted_pairs / pairs)
+
+
+def max_skew(embeddings, labels, negatives: str = "semihard-random", margin: float = 0.2, squared: bool = False,
+             p: int | None = None, k: int = 10, batches: int = 50, seed: int = 0) -> dict:
+    """The paper's skew eta = max eta_ij (Le & Odobez 2018, section 4.2, below eq. 27), measured exactly on an
+    embedding, with mining inside class-balanced batches by ``labels`` (those training sees) as in
+    :func:`negative_skew`. A 1-1 sampler weighs each negative pair (a, n) of a positive pair by its probability of
+    being picked, pi (:func:`dml_tutorial.sampling.selection_probabilities`); uniform sampling over the anchor's N
+    negatives weighs it 1/N. The section's weights eta_ij/K (harder pairs) and 1/(eta_ij K) (easier ones) give
+    eta_ij = r or 1/r with r = pi N, for r > 0. Returns a dict:
+
+    - ``"max"``: eta, the largest eta_ij over the pairs the strategy weighs (``nan`` if it weighs none);
+    - ``"never"``: the share of the negative pairs that the strategy never picks (weight 0), over the positive pairs
+      it keeps. For them no finite eta_ij exists (1/(eta K) = 0), so whenever it is above 0 the bound of eq. 27,
+      read strictly, guarantees nothing; ``"max"`` leaves them out and is the most lenient reading."""
+    import torch
+
+    from .distances import label_masks, pairwise_distances
+    from .sampling import PKSampler, positive_pairs, selection_probabilities
+
+    z, y = torch.as_tensor(np.asarray(embeddings, dtype=np.float32)), np.asarray(labels)
+    if len(z) != len(y):
+        raise ValueError(f"need one label per embedding, got {len(z)} embeddings and {len(y)} labels")
+    classes = len(np.unique(y))
+    sampler = PKSampler(y, p=min(p or classes, classes, 12), k=k, seed=seed, batches_per_epoch=batches)
+    largest, never, total = float("nan"), 0, 0
+    for idx in sampler:
+        yb = torch.as_tensor(y[idx])
+        dist = pairwise_distances(z[idx], squared=squared)
+        a, pos = positive_pairs(dist, yb)
+        prob = selection_probabilities(dist, yb, a, pos, negatives, margin, dim=z.shape[1])
+        neg = label_masks(yb)[1][a]
+        kept = prob.sum(1) > 0
+        if not kept.any():
+            continue
+        r = (prob * neg.sum(1, keepdim=True))[kept][prob[kept] > 0]
+        largest = float(np.nanmax([largest, torch.maximum(r, 1 / r).max().item()]))
+        never += int((neg[kept] & (prob[kept] == 0)).sum())
+        total += int(neg[kept].sum())
+    return {"max": largest, "never": never / total if total else float("nan")}

@@ -155,12 +155,13 @@ def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the rel
     return out
 
 
-def _noise_guarantees(cfg, n_train):  # rates x 3 methods (+ toplines), the skew run, runs from a pretrained start
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
+def _noise_guarantees(cfg, n_train):  # the learning rates (glyphs), rates x 3 methods (+ toplines), the skew run,
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # runs from a pretrained start
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
+    rates = 3 * len(cfg.get("lr_candidates") or [])  # on the validation split: fewer images, as many steps
     return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
-            (("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
-             ("pretrained start", (1 + noisy) * s))]
+            (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
+             ("pretrained start", (1 + noisy) * s)) if runs]
 
 
 def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines

@@ -109,6 +109,22 @@ def distance_weights(d_an: torch.Tensor, dim: int, mask: torch.Tensor | None = N
     return w.masked_fill(~valid, 0.0)
 
 
+def _candidates(dist, labels, a, p, negatives: str, margin: float):
+    """The distances from each positive pair's anchor, and the negatives the strategy draws that pair's negative
+    from (one boolean row per pair; for ``semihard-fixed`` and ``hard`` the nearest of them is taken)."""
+    _, neg = label_masks(labels)
+    d = dist.detach()
+    cand, d_an, d_ap = neg[a], d[a], d[a, p][:, None]
+    if negatives == "semihard-random":
+        cand = cand & (d_an < d_ap + margin)
+    elif negatives in ("semihard-band", "semihard-band-or-random"):
+        band = cand & (d_an > d_ap) & (d_an < d_ap + margin)
+        cand = band if negatives == "semihard-band" else torch.where(band.any(1, keepdim=True), band, cand)
+    elif negatives == "semihard-fixed":
+        cand = cand & (d_an > d_ap)
+    return d_an, cand
+
+
 def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margin: float = 0.2,
                    generator: torch.Generator | None = None, dim: int | None = None):
     """Negatives for the positive pairs ``(a, p)``; returns triplet indices ``(a, p, n)``.
@@ -128,20 +144,10 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
     Positive pairs for which the strategy finds no negative are dropped. ``dist`` holds the distances the loss
     uses (squared or not), so the semi-hard conditions follow the loss's convention."""
     check_choice(negatives, NEGATIVES, "negatives")
-    _, neg = label_masks(labels)
-    d = dist.detach()
-    cand = neg[a]
+    d_an, cand = _candidates(dist, labels, a, p, negatives, margin)
     if negatives == "all":
         t, n = cand.nonzero(as_tuple=True)
         return a[t], p[t], n
-    d_an, d_ap = d[a], d[a, p][:, None]
-    if negatives == "semihard-random":
-        cand = cand & (d_an < d_ap + margin)
-    elif negatives in ("semihard-band", "semihard-band-or-random"):
-        band = cand & (d_an > d_ap) & (d_an < d_ap + margin)
-        cand = band if negatives == "semihard-band" else torch.where(band.any(1, keepdim=True), band, cand)
-    elif negatives == "semihard-fixed":
-        cand = cand & (d_an > d_ap)
     if negatives in ("semihard-fixed", "hard"):
         masked = d_an.masked_fill(~cand, float("inf"))
         rows = cand.any(1).nonzero(as_tuple=True)[0]
@@ -157,6 +163,28 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
         return a[rows], p[rows], n
     rows, n = _random_choice(cand, generator)
     return a[rows], p[rows], n
+
+
+def selection_probabilities(dist, labels, a, p, negatives: str = "semihard-random", margin: float = 0.2,
+                            dim: int | None = None) -> torch.Tensor:
+    """P(the strategy picks sample n as the negative of the positive pair (a_i, p_i)), exactly: one row per pair
+    over the batch's samples, summing to 1, or to 0 where the strategy finds no negative (the pair is dropped).
+    The random strategies draw uniformly from their candidates (:func:`mine_negatives`), ``semihard-fixed`` and
+    ``hard`` put 1 on the nearest candidate, ``distance`` draws by Wu et al.'s weights, and ``all``, which takes
+    every negative once, is given the uniform 1/|negatives| of an unbiased 1-1 sampler."""
+    check_choice(negatives, NEGATIVES, "negatives")
+    d_an, cand = _candidates(dist, labels, a, p, negatives, margin)
+    if negatives in ("semihard-fixed", "hard"):
+        w = torch.zeros_like(d_an)
+        rows = cand.any(1).nonzero(as_tuple=True)[0]
+        w[rows, d_an[rows].masked_fill(~cand[rows], float("inf")).argmin(1)] = 1.0
+    elif negatives == "distance":
+        if dim is None:
+            raise ValueError("distance-weighted sampling needs dim, the embedding dimension")
+        w = distance_weights(d_an, dim, cand).to(d_an.dtype)
+    else:
+        w = cand.to(d_an.dtype)
+    return w / w.sum(1, keepdim=True).clamp_min(torch.finfo(w.dtype).tiny)
 
 
 def negative_frequencies(embeddings, labels, anchor: int, positive: int, negatives: str, draws: int = 1000,

@@ -210,3 +210,45 @@ def test_auxiliary_pair_risk_by_a_loop_over_pairs():
         noise.auxiliary_pair_risk(z[:1], y[:1])
     with pytest.raises(ValueError, match="one label each"):
         noise.auxiliary_pair_risk(z, y[:4])
+
+
+def _max_skew_by_loops(z, y, negatives, margin=0.2):
+    """eta_ij = max(r, 1/r), r = pi N, and the never-picked share, by a loop over the ordered positive pairs of one
+    batch holding every sample (written from section 4.2 and eqs. 28-29, not from the package's masks)."""
+    d = np.linalg.norm(z[:, None] - z[None], axis=2)
+    etas, never, total = [], 0, 0
+    for i in range(len(y)):
+        for j in range(len(y)):
+            if i == j or y[i] != y[j]:
+                continue
+            negs = [n for n in range(len(y)) if y[n] != y[i]]
+            if negatives == "semihard-random":  # eq. 28: uniform over the negatives with a positive hinge
+                picks = {n: 1 / len(c) for c in [[n for n in negs if d[i, n] < d[i, j] + margin]] for n in c}
+            elif negatives == "semihard-fixed":  # eq. 29: the nearest negative farther than the positive
+                far = [n for n in negs if d[i, n] > d[i, j]]
+                picks = {min(far, key=lambda n: d[i, n]): 1.0} if far else {}
+            else:  # "random": uniform over every negative
+                picks = {n: 1 / len(negs) for n in negs}
+            if not picks:
+                continue
+            etas += [max(pi * len(negs), 1 / (pi * len(negs))) for pi in picks.values()]
+            never, total = never + len(negs) - len(picks), total + len(negs)
+    return max(etas), never / total
+
+
+@pytest.mark.parametrize("negatives", ["random", "semihard-random", "semihard-fixed"])
+def test_max_skew_by_a_loop_over_pairs(negatives):
+    rng = np.random.default_rng(3)
+    y = np.repeat(np.arange(3), 4)
+    z = rng.normal(size=(12, 2)) * 0.6 + np.repeat(rng.normal(size=(3, 2)), 4, axis=0)
+    z /= np.linalg.norm(z, axis=1, keepdims=True)
+    measured = noise.max_skew(z, y, negatives, p=3, k=4, batches=1)
+    expected_max, expected_never = _max_skew_by_loops(z, y, negatives)
+    assert measured["max"] == pytest.approx(expected_max, rel=1e-5)
+    assert measured["never"] == pytest.approx(expected_never)
+    if negatives == "random":
+        assert measured == {"max": pytest.approx(1.0), "never": 0.0}
+    if negatives == "semihard-fixed":  # one pick among the 8 negatives of each anchor
+        assert measured["max"] == pytest.approx(8.0) and measured["never"] == pytest.approx(7 / 8)
+    with pytest.raises(ValueError, match="one label per embedding"):
+        noise.max_skew(z, y[:-1])

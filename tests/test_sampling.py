@@ -198,3 +198,24 @@ def test_negative_frequencies_match_each_strategy_definition():
     assert np.array_equal(f_semi > 0, inside)
     with pytest.raises(ValueError, match="not a positive pair"):
         sampling.negative_frequencies(z, y, 0, 7, "all")
+
+
+@pytest.mark.parametrize("negatives", ["random", "semihard-random", "semihard-band", "semihard-band-or-random",
+                                       "semihard-fixed", "hard", "distance"])
+def test_selection_probabilities_are_the_frequencies_mine_negatives_draws(negatives):
+    """Each row of the exact probabilities against 4,000 draws of mine_negatives for the same positive pairs."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(12, 8, generator=g), dim=1)
+    y = torch.arange(3).repeat_interleave(4)
+    dist = pairwise_distances(z)
+    a, p = sampling.positive_pairs(dist, y)
+    prob = sampling.selection_probabilities(dist, y, a, p, negatives, margin=0.3, dim=8)
+    counts = torch.zeros_like(prob)
+    draws = 4000
+    for _ in range(draws):
+        ta, tp, tn = sampling.mine_negatives(dist, y, a, p, negatives, margin=0.3, generator=g, dim=8)
+        rows = ((a[:, None] == ta) & (p[:, None] == tp)).float().argmax(0)  # each triplet's positive pair
+        counts.index_put_((rows, tn), torch.ones(len(tn)), accumulate=True)
+    assert torch.allclose(counts / draws, prob, atol=0.03)
+    assert torch.allclose(prob.sum(1)[prob.sum(1) > 0], torch.ones(1))
+    assert (prob[y[a][:, None] == y[None]] == 0).all()  # never a same-class sample
