@@ -57,6 +57,18 @@ def label(name: str, eps: bool) -> str:
     return ("EPS + " if eps else "") + NAMES[name]
 
 
+#: How a row names a loss's setting: MS's lambda, the margins, the margin loss's beta.
+SYMBOLS = {"lam": "λ", "margin": "α", "alpha": "α", "beta": "β"}
+
+
+def variant_label(name: str, eps: bool, options: dict) -> str:
+    """The row of ``name`` at settings other than its table row's, e.g. ``EPS + MS (λ = 0.5)``."""
+    if not options:
+        raise ValueError("a variant names at least one setting; without one it is the table's own row")
+    settings = ", ".join(f"{SYMBOLS.get(k, k)} = {v:g}" for k, v in options.items())
+    return f"{label(name, eps)} ({settings})"
+
+
 def even_odd(splits):
     """Section 5.1: the same splits with the training labels replaced by digit parity (0 even, 1 odd); the digits
     stay in ``train.extras['clean']`` for evaluation. The test split (the unseen digits) keeps its digit labels."""

@@ -151,3 +151,11 @@ def test_options_replace_the_losses_settings_but_not_the_positives():
     with pytest.raises(ValueError, match="chooses the positives"):
         eps.eps_loss("margin", True, positives="random")
 
+
+
+def test_a_variant_row_names_its_settings_and_needs_one():
+    assert eps.variant_label("ms", True, {"lam": 0.5}) == "EPS + MS (λ = 0.5)"
+    assert eps.variant_label("margin", False, {"beta": 0.8, "alpha": 0.1}) == "Dist-Margin (β = 0.8, α = 0.1)"
+    assert eps.variant_label("ms", False, {"lam": 1.0}) not in eps.REPORTED["CARS"]  # never a paper row
+    with pytest.raises(ValueError, match="at least one setting"):
+        eps.variant_label("ms", True, {})
