@@ -114,17 +114,24 @@ def summary(frames: dict) -> str:
 
 
 def gate_notes(frames: dict) -> list[str]:
-    """One sentence per scale: whether the test bed's gate passed, with the first failing reason."""
+    """One item per scale: whether the test bed's gate passed, and every reason it failed with the claims it
+    failed for (claims on one baseline share a reason; claims on different baselines fail for their own)."""
     out = []
     for scale, frame in frames.items():
         failed = frame[frame["verdict"] == "not testable here"]
         if failed.empty:
             out.append(f"- {scale}: the gate passes for every claim (training beats the raw input and the "
                        "untrained network), so the words apply.")
+            continue
+        reasons = {}  # the gate's reason -> the claims it withholds the word from
+        for claim, reason in zip(failed["claim"], failed["gate"]):
+            reasons.setdefault(reason[:1].lower() + reason[1:], []).append(plots.label_tex(claim))
+        head = f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here"
+        if len(reasons) == 1:
+            out.append(f"{head}: {next(iter(reasons))}.")
         else:
-            reason = failed["gate"].iloc[0]
-            out.append(f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here: "
-                       f"{reason[:1].lower()}{reason[1:]}.")
+            out.append(head + ":" + "".join(f"\n  - {' and '.join(names)}: {reason}."
+                                             for reason, names in reasons.items()))
     return out
 
 

@@ -63,6 +63,23 @@ def test_the_gate_notes_name_the_failing_reason(runs):  # noqa: F811
     assert "the gate passes for every claim" in glyphs
 
 
+def test_the_gate_notes_give_each_baseline_its_own_reason(runs):  # noqa: F811
+    """Claims on different baselines fail the gate for different reasons: the note gives each claim its own, not
+    the first claim's for all."""
+    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
+    for shift, base in enumerate(("Triplet", "N-Pair", "Binomial")):  # three baselines, each its own gap
+        measured[base]["R@1"] = [v - 0.02 * shift for v in measured[base]["R@1"]]
+    measured["raw input"]["R@1"] = [v + 0.05 for v in measured["Triplet"]["R@1"]]  # above every baseline
+    frame = claims.assess("ecaml", [_run(measured)])
+    failed = frame[frame["verdict"] == "not testable here"]
+    assert failed["gate"].nunique() == 3
+    (note,) = findings.gate_notes({"glyphs": frame})
+    assert note.startswith(f"- glyphs: {len(failed)} of {len(frame)} claims are not testable here:")
+    for claim, reason in zip(failed["claim"], failed["gate"]):
+        line = next(item for item in note.split("\n  - ")[1:] if item.startswith(claim))
+        assert line == f"{claim}: {reason[:1].lower()}{reason[1:]}."
+
+
 def test_the_figure_has_one_panel_per_test_bed_and_the_claims_once(runs):  # noqa: F811
     frame = claims.assess("ecaml", runs)
     fig = findings.figure({"smoke": frame.iloc[:2], "glyphs": frame})
