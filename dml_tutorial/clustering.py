@@ -22,6 +22,7 @@ then empty).
 
 from __future__ import annotations
 
+import math
 import sys
 import time
 from functools import partial
@@ -137,19 +138,27 @@ def center_softmax_loss(
     return (pull + push + eq7).sum()
 
 
-def sme_loss(f: torch.Tensor, f_hat: torch.Tensor, tau: float = TAU) -> torch.Tensor:
+def sme_loss(f: torch.Tensor, f_hat: torch.Tensor, tau: float = TAU, self_similarity: bool = True) -> torch.Tensor:
     """SME (Ye et al. 2019, eq. 2-5): every instance is its own class. With
 
         P(i | x̂_i) = exp(f_i.f̂_i / tau) / sum_k exp(f_k.f̂_i / tau)        (invariance to augmentation)
         P(i | x_j) = exp(f_i.f_j / tau) / sum_k exp(f_k.f_j / tau), j != i  (spreading instances out)
 
-    the loss is -sum_i log P(i | x̂_i) - sum_i sum_{j != i} log(1 - P(i | x_j)), computed in log space."""
+    the loss is -sum_i log P(i | x̂_i) - sum_i sum_{j != i} log(1 - P(i | x_j)), computed in log space (a sum
+    over the batch; the callers divide by its size). The sums over k run over the whole batch, as the equations
+    print them, so P(i | x_j)'s denominator holds x_j's similarity to itself, exp(1 / tau), which dwarfs the
+    others at a small tau. ``self_similarity=False`` leaves k = j out of it, as Ye et al.'s and the CBSwR
+    authors' released code do (``all_prob * diag_mat``, the diagonal zeroed)."""
     eye = torch.eye(len(f), dtype=torch.bool, device=f.device)
     logits_hat = f_hat @ f.T / tau                                  # [i, k] = f_k . f̂_i / tau
     invariance = torch.logsumexp(logits_hat, dim=1) - logits_hat.diagonal()
     logits = f @ f.T / tau                                          # [j, i] = f_i . f_j / tau (query x_j)
+    if not self_similarity:
+        logits = logits.masked_fill(eye, float("-inf"))
     without_i = torch.logsumexp(logits[:, None, :].masked_fill(eye[None], float("-inf")), dim=2)
     log_one_minus = without_i - torch.logsumexp(logits, dim=1, keepdim=True)
+    # without self-similarity a batch of two has P(i | x_j) = 1: log(1 - P) = -inf, floored to stay finite
+    log_one_minus = log_one_minus.clamp_min(math.log(torch.finfo(f.dtype).tiny))
     return invariance.sum() - log_one_minus.masked_fill(eye, 0.0).sum()
 
 
@@ -261,13 +270,13 @@ class CBSwR(nn.Module):
 class SME(nn.Module):
     """The SME baseline as a module with the same call as :class:`CBSwR`."""
 
-    def __init__(self, model: nn.Module, tau: float = TAU):
+    def __init__(self, model: nn.Module, tau: float = TAU, self_similarity: bool = True):
         super().__init__()
-        self.model, self.tau = model, tau
+        self.model, self.tau, self.self_similarity = model, tau, self_similarity
 
     def forward(self, x, x_hat, labels=None):
         f, f_hat = self.model(torch.cat([x, x_hat])).chunk(2)
-        loss = sme_loss(f, f_hat, self.tau) / len(f)
+        loss = sme_loss(f, f_hat, self.tau, self.self_similarity) / len(f)
         return loss, {"sme": loss.item()}
 
 
@@ -333,9 +342,9 @@ METHODS = ("SME", *VARIANTS)
 def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Module:
     """``SME`` or a :data:`VARIANTS` entry (``only L_rim``, ``CBS``, ``CBSwR``) around ``model``, with ``cfg``'s
     ``k`` (clusters), ``dim``, ``tau``, ``detach_centroids``, ``code_variant``, ``head``, ``head_tau`` and
-    ``pull`` (see :class:`CBSwR`)."""
+    ``pull`` (see :class:`CBSwR`); SME's ``self_similarity`` (:func:`sme_loss`)."""
     if method == "SME":
-        return SME(model, cfg.get("tau", TAU))
+        return SME(model, cfg.get("tau", TAU), cfg.get("self_similarity", True))
     if method not in VARIANTS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
     return CBSwR(model, model.embedding.in_features, cfg["dim"], k=cfg.get("k", K), image_shape=in_shape,

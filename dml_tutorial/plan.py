@@ -152,6 +152,7 @@ def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the rel
     if heads:
         out.append(runs("cluster heads (released, pull)", 1, "CBS", head="released", pull="detached",
                         detach_centroids=True))
+        out.append(runs("SME without self-similarity", 1, "SME", self_similarity=False))
     out.append(runs("Table 4", len(cfg["ks"]), "CBSwR"))
     return out
 

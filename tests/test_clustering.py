@@ -107,21 +107,35 @@ def test_center_softmax_loss_is_finite_for_a_confident_softmax():
     assert torch.isfinite(loss) and loss > 100
 
 
-def _sme_loop(f, f_hat, tau):
+def _sme_loop(f, f_hat, tau, self_similarity=True):
     n, total = len(f), 0.0
     for i in range(n):
         total -= math.log(math.exp((f[i] @ f_hat[i]).item() / tau)
                           / sum(math.exp((f[k] @ f_hat[i]).item() / tau) for k in range(n)))
         for j in range(n):
             if j != i:
-                p = math.exp((f[i] @ f[j]).item() / tau) / sum(math.exp((f[k] @ f[j]).item() / tau) for k in range(n))
+                ks = [k for k in range(n) if self_similarity or k != j]
+                p = math.exp((f[i] @ f[j]).item() / tau) / sum(math.exp((f[k] @ f[j]).item() / tau) for k in ks)
                 total -= math.log(1 - p)
     return total
 
 
-def test_sme_loss_matches_a_loop():
+@pytest.mark.parametrize("self_similarity", [True, False])
+def test_sme_loss_matches_a_loop(self_similarity):
     f, f_hat = _unit(7, 6, 7), _unit(7, 6, 8)
-    assert clustering.sme_loss(f, f_hat, 0.1).item() == pytest.approx(_sme_loop(f, f_hat, 0.1), rel=1e-9)
+    ours = clustering.sme_loss(f, f_hat, 0.1, self_similarity=self_similarity).item()
+    assert ours == pytest.approx(_sme_loop(f, f_hat, 0.1, self_similarity), rel=1e-9)
+
+
+def test_sme_without_self_similarity_spreads_harder_and_stays_finite():
+    """Without x_j's own exp(1/tau) in the denominator each P(i | x_j) is larger, so the spreading term weighs
+    more; with two samples and nothing else to compare, P(i | x_j) = 1 would be log(0): still finite here."""
+    f, f_hat = _unit(7, 6, 7), _unit(7, 6, 8)
+    assert clustering.sme_loss(f, f_hat, 0.1, self_similarity=False) > clustering.sme_loss(f, f_hat, 0.1)
+    two = _unit(2, 6, 9).requires_grad_()
+    loss = clustering.sme_loss(two, two.detach(), 0.1, self_similarity=False)
+    (grad,) = torch.autograd.grad(loss, two)
+    assert torch.isfinite(loss) and torch.isfinite(grad).all()
 
 
 def _objective(k=8, weights=clustering.VARIANTS["CBSwR"], **kw):

@@ -135,13 +135,14 @@ def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
     cfg = {**profiles.settings("cbswr", "smoke"), "hidden": 48, "model": "mlp"}
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
-    heads = len(cfg["heads"]) + 1  # and the released pull
+    heads = len(cfg["heads"]) + 2  # and the released pull, and SME without self-similarity
     assert p.runs == cfg["n_seeds"] * (len(cfg["methods"]) + heads + len(cfg["ks"]))
     assert len(probed) == len(cfg["methods"]) + heads and all(kw["hidden"] == 48 for kw in probed)
     net = models.make_model("mlp", (1, 40), 8, hidden=48)
     built = [kw["objective"](net) for kw in probed]
     assert [type(o).__name__ for o in built[:4]] == ["SME", "CBSwR", "CBSwR", "CBSwR"]
-    assert [o.head for o in built[4:]] == [*cfg["heads"], "released"] and built[-1].pull == "detached"
+    assert [o.head for o in built[4:-1]] == [*cfg["heads"], "released"] and built[-2].pull == "detached"
+    assert type(built[-1]).__name__ == "SME" and not built[-1].self_similarity
     real = plan.probe("mlp", (1, 40), 16, 8, "cpu", steps=1, hidden=48,
                       objective=lambda net: clustering.make_objective("CBSwR", net, (1, 40), cfg))
     assert real > 0
