@@ -49,10 +49,9 @@ WHY = {
              "negative result at the released code's setting, not our head's. The oracle head (the true classes "
              "as clusters) shows what better clusters would give. The SME baseline is ours, as its equations "
              "print it; computed as the released code computes it (without each sample's similarity to itself "
-             "in the denominator) it scores lower on the glyphs, close to CBSwR (the heads table's row *SME, without "
-             "self-similarity*): "
-             "part of SME's lead is that detail, which the verdict's SME keeps. Where the trained rows do not "
-             "beat the raw input, the claim cannot show at all.",
+             "in the denominator) it scores lower on the glyphs, close to CBSwR (the heads table's row *SME, "
+             "without self-similarity*): part of SME's lead is that detail, which the verdict's SME keeps. Where "
+             "the trained rows do not beat the raw input, the claim cannot show at all.",
     "eps": "The even/odd experiment is the paper's mechanism (section 2) and is not gated: its baseline is meant "
            "to lose structure the input has. The retrieval claims need a test bed where training helps; on "
            "Fashion-MNIST's five seen classes it does not. On the glyphs each loss runs at the setting the bench's "
