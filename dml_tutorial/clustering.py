@@ -138,7 +138,8 @@ def center_softmax_loss(
     return (pull + push + eq7).sum()
 
 
-def sme_loss(f: torch.Tensor, f_hat: torch.Tensor, tau: float = TAU, self_similarity: bool = True) -> torch.Tensor:
+def sme_loss(f: torch.Tensor, f_hat: torch.Tensor, tau: float = TAU,
+             self_similarity: bool = True) -> torch.Tensor:
     """SME (Ye et al. 2019, eq. 2-5): every instance is its own class. With
 
         P(i | x̂_i) = exp(f_i.f̂_i / tau) / sum_k exp(f_k.f̂_i / tau)        (invariance to augmentation)
