@@ -139,6 +139,15 @@ def _largest_p(q_of_p, level: float, num_classes: int) -> float:
     return float(brentq(lambda p: q_of_p(p) - level, 0.0, p_max, xtol=1e-12))
 
 
+def triplet_multiplier(p: float, eta: float, num_classes: int) -> float:
+    """Q (eq. 22) of the triplet loss with hinge and mining at skew ``eta`` (section 4.2): negative pairs weigh
+    eta/K (harder) or 1/(eta K) (easier) against 1 for positives; ``eta = 1`` is the balanced eq. 24."""
+    if eta < 1:
+        raise ValueError(f"eta is a skew >= 1, got {eta}")
+    k = int(num_classes)
+    return noise_multiplier(p, k, [eta / k, 1 / (eta * k)])
+
+
 def triplet_noise_bound(eta: float, num_classes: int, level: float = 0.0) -> float:
     """The largest uniform noise rate p for which the triplet loss with hinge and mining keeps its minimiser
     (Le & Odobez 2018, section 4.2): negative pairs weigh eta/K (harder) or 1/(eta K) (easier) against 1 for positives,
@@ -146,8 +155,7 @@ def triplet_noise_bound(eta: float, num_classes: int, level: float = 0.0) -> flo
     eq. 27's p < 1 - sqrt(1 - 1/eta), the difference being the paper's epsilon(K)."""
     if eta < 1:
         raise ValueError(f"eta is a skew >= 1, got {eta}")
-    k = int(num_classes)
-    return _largest_p(lambda p: noise_multiplier(p, k, [eta / k, 1 / (eta * k)]), level, k)
+    return _largest_p(lambda p: triplet_multiplier(p, eta, num_classes), level, int(num_classes))
 
 
 def marginal_noise_bound(gamma: float, num_classes: int, level: float = 0.0) -> float:
@@ -198,6 +206,14 @@ def expected_noisy_pair_risk(embeddings, labels, p: float, num_classes: int | No
     return float(((1 - q - q * w_flip / w) * w * loss + w_flip * q * D_MAX).mean())
 
 
+def _training_batches(labels, p, k, seed, batches):
+    """Class-balanced batches by ``labels``, as training draws them (``p`` classes, default all, at most 12)."""
+    from .sampling import PKSampler
+
+    classes = len(np.unique(labels))
+    return PKSampler(labels, p=min(p or classes, classes, 12), k=k, seed=seed, batches_per_epoch=batches)
+
+
 def negative_skew(embeddings, observed, true, negatives: str = "semihard-random", margin: float = 0.2,
                   squared: bool = False, p: int | None = None, k: int = 10, batches: int = 50,
                   seed: int = 0) -> float:
@@ -213,14 +229,13 @@ def negative_skew(embeddings, observed, true, negatives: str = "semihard-random"
     import torch
 
     from .distances import pairwise_distances
-    from .sampling import PKSampler, mine_negatives, positive_pairs
+    from .sampling import mine_negatives, positive_pairs
 
     z = torch.as_tensor(np.asarray(embeddings, dtype=np.float32))
     y_obs, y_true = np.asarray(observed), np.asarray(true)
     if len(z) != len(y_obs) or len(y_obs) != len(y_true):
         raise ValueError("embeddings, observed and true labels must have the same length")
-    classes = len(np.unique(y_obs))
-    sampler = PKSampler(y_obs, p=min(p or classes, classes, 12), k=k, seed=seed, batches_per_epoch=batches)
+    sampler = _training_batches(y_obs, p, k, seed, batches)
     g = torch.Generator().manual_seed(seed)
     picked = corrupted = pairs = corrupted_pairs = 0
     for idx in sampler:
@@ -252,13 +267,12 @@ def max_skew(embeddings, labels, negatives: str = "semihard-random", margin: flo
     import torch
 
     from .distances import label_masks, pairwise_distances
-    from .sampling import PKSampler, positive_pairs, selection_probabilities
+    from .sampling import positive_pairs, selection_probabilities
 
     z, y = torch.as_tensor(np.asarray(embeddings, dtype=np.float32)), np.asarray(labels)
     if len(z) != len(y):
         raise ValueError(f"need one label per embedding, got {len(z)} embeddings and {len(y)} labels")
-    classes = len(np.unique(y))
-    sampler = PKSampler(y, p=min(p or classes, classes, 12), k=k, seed=seed, batches_per_epoch=batches)
+    sampler = _training_batches(y, p, k, seed, batches)
     largest, never, total = float("nan"), 0, 0
     for idx in sampler:
         yb = torch.as_tensor(y[idx])

@@ -252,3 +252,13 @@ def test_max_skew_by_a_loop_over_pairs(negatives):
         assert measured["max"] == pytest.approx(8.0) and measured["never"] == pytest.approx(7 / 8)
     with pytest.raises(ValueError, match="one label per embedding"):
         noise.max_skew(z, y[:-1])
+
+
+@pytest.mark.parametrize("k", [6, 1000])
+def test_triplet_multiplier_is_eq24_without_skew_and_falls_with_it(k):
+    for p in (0.1, 0.4):
+        assert noise.triplet_multiplier(p, 1.0, k) == pytest.approx(noise.noise_multiplier(p, k))
+        assert noise.triplet_multiplier(p, 5.0, k) < noise.triplet_multiplier(p, 1.0, k)
+    assert noise.triplet_multiplier(noise.triplet_noise_bound(3.0, k), 3.0, k) == pytest.approx(0.0, abs=1e-9)
+    with pytest.raises(ValueError, match="skew"):
+        noise.triplet_multiplier(0.1, 0.5, k)
