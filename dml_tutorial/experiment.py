@@ -122,7 +122,10 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     """A reference row measured exactly as a trained run is, with no training (DESIGN.md's evidence rules):
 
     - ``kind="raw input"``: the flattened input, L2-normalised, so that neighbours are by cosine (no network);
-    - ``kind="untrained network"``: ``cfg["model"]`` initialised with ``seed``, in eval mode.
+    - ``kind="untrained network"``: ``cfg["model"]`` initialised with ``seed``, in eval mode, its batch-norm
+      statistics (if it has any) re-estimated on the training images
+      (:func:`dml_tutorial.train.recalibrate_batch_norm`: without it a trained row gains the recalibration alone,
+      whatever its loss does).
 
     ``probe=True`` measures as :func:`train_and_probe` (a linear probe fitted on the training embeddings with the
     labels ``noise`` leaves, scored on the clean test labels; Recall@1), otherwise as :func:`train_and_retrieve`
@@ -139,6 +142,7 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
         train.seed_everything(seed, threads=cfg.get("threads"))
         model = models.from_settings(cfg, input_shape(splits.train))
         model.to(train.resolve_device(device))
+        train.recalibrate_batch_norm(model, splits.train, num_workers=cfg.get("workers", 0))
 
         def encode(data):
             return train.embed(model, data, num_workers=cfg.get("workers", 0))

@@ -140,14 +140,20 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
     ]
 
 
-def _cbswr(cfg, n_train):  # Tables 1-2 (ablation), the cluster heads (+ the released pull), Table 4 (K)
-    steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))
-    shape, s, heads, batch = _shape(cfg), cfg["n_seeds"], cfg.get("heads", []), 2 * cfg["batch_size"]
+def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), the other heads, Table 4 (K)
+    steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))  # the search's: an upper bound
+    shape, s, batch = _shape(cfg), cfg["n_seeds"], 2 * cfg["batch_size"]
+    candidates = cfg.get("head_candidates") or []
+    chosen = set(candidates) if candidates else {cfg.get("head", "linear")}  # the ablation's head has no row below
+    heads = [h for h in cfg.get("heads", []) if h not in chosen]
+    heads += [h for h in cfg.get("heads", []) if h in chosen][1:]  # one of them is chosen, one left out
 
     def runs(section, n, method, **changes):  # timed with the method's own objective (its clustering, its decoder)
         return Trainings(section, n * s, steps, batch, cfg["model"], shape, ("cbswr", method, tuple(changes.items())))
 
-    out = [runs(f"Tables 1-2 ({m})", 1, m) for m in cfg["methods"]]
+    out = [Trainings(f"head search ({h})", 1, steps, batch, cfg["model"], shape, ("cbswr", "CBS", (("head", h),)))
+           for h in candidates]
+    out += [runs(f"Tables 1-2 ({m})", 1, m) for m in cfg["methods"]]
     out += [runs(f"cluster heads ({h})", 1, "CBS", head=h) for h in heads]
     if heads:
         out.append(runs("cluster heads (released, pull)", 1, "CBS", head="released", pull="detached",

@@ -270,3 +270,22 @@ def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, norm
             out.append(model(x.to(dev), normalize=normalize))
     model.train(was_training)
     return torch.cat(out).cpu()
+
+
+def recalibrate_batch_norm(model: torch.nn.Module, data, batch_size: int = 512, num_workers: int = 0) -> bool:
+    """Re-estimates every batch-norm layer's running mean and variance on ``data``, in batches of ``batch_size``
+    (the plain mean of the batches' statistics: :func:`torch.optim.swa_utils.update_bn`); no gradient, no labels.
+    A network at its initialisation keeps running statistics of mean 0 and variance 1 that describe no input: any
+    training, even of a loss that moves no weight, replaces them, so an untrained reference measured without this
+    credits the trained rows with the recalibration. Returns whether ``model`` has a batch-norm layer (without
+    one it is left as it was)."""
+    if not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
+        return False
+    dev = next(model.parameters()).device
+    if isinstance(data, ArrayDataset):
+        batches = (data.batch(np.arange(s, min(s + batch_size, len(data))))
+                   for s in range(0, len(data), batch_size))
+    else:
+        batches = (x for x, _ in loader(data, num_workers, dev, batch_size=batch_size))
+    torch.optim.swa_utils.update_bn(batches, model, device=dev)
+    return True

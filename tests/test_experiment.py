@@ -195,3 +195,16 @@ def test_curves_of_an_objective_with_terms_record_each_terms_value_and_pull_with
     assert "|grad| Triplet" not in without.history.records[-1]
     # the probe batch draws no random numbers of the training's: the same weights either way
     assert torch.equal(with_curves.test_embeddings, without.test_embeddings)
+
+
+def test_the_untrained_reference_recalibrates_its_batch_norm():
+    images = data.ArrayDataset(torch.rand(48, 1, 8, 8) * 2 + 1, np.arange(48) % 4)
+    splits = data.Splits("toy", "classes", images, images, "random pixels")
+    cfg = {"model": "convnet", "dim": 4, "dataset": "digits", "threads": 1}
+    run = experiment.reference_run(splits, cfg, "untrained network", seed=2)
+    train.seed_everything(2, threads=1)
+    model = models.from_settings(cfg, data.input_shape(images))
+    stale = train.embed(model, images)  # the initial statistics, mean 0 and variance 1
+    train.recalibrate_batch_norm(model, images)
+    assert torch.allclose(run.test_embeddings, train.embed(model, images), atol=1e-6)
+    assert not torch.allclose(run.test_embeddings, stale, atol=1e-3)

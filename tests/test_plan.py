@@ -219,3 +219,16 @@ def test_every_colab_profile_trains_its_central_comparison_within_its_budget(cha
                   for m, n in images.items() if m in h100) / 60
     assert minutes <= profiles.T4_ESTIMATE["training_minutes"], f"{minutes:.0f} min"
     assert np.isfinite(minutes)
+
+
+def test_cbswr_plan_counts_the_head_search_and_leaves_out_the_chosen_heads_row(monkeypatch):
+    """The glyphs choose the ablation's head among head_candidates (one run each, one seed); the table of heads
+    then trains every listed head but that one, whichever it is."""
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    cfg = profiles.settings("cbswr", "glyphs", {"n_seeds": 2})
+    p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
+    others = len(cfg["heads"]) - 1 + 2  # and the released pull, and SME without self-similarity
+    assert p.runs == len(cfg["head_candidates"]) + 2 * (len(cfg["methods"]) + others + len(cfg["ks"]))
+    smoke = {**profiles.settings("cbswr", "smoke"), "head": "released"}  # a head fixed in advance
+    assert plan.make("cbswr", smoke, "cpu", n_train=1_000).runs == smoke["n_seeds"] * (
+        len(smoke["methods"]) + len(smoke["heads"]) - 1 + 2 + len(smoke["ks"]))

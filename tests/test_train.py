@@ -106,3 +106,25 @@ def test_loader_workers_use_one_thread_each_and_leave_the_trainers_alone():
     assert seen.tolist() == [1, 1, 1, 1]  # not one thread per core in each of the two workers
     assert torch.get_num_threads() == 2
     assert train.loader(_Threads(), num_workers=0).worker_init_fn is None
+
+
+def test_batch_norm_recalibration_takes_the_statistics_of_the_data():
+    torch.manual_seed(0)
+    images = data.ArrayDataset(torch.rand(40, 1, 8, 8) * 3 + 1, np.arange(40) % 4)
+    model = models.ConvNet((1, 8, 8), dim=4, width=(6,), hidden=8)
+    bn = next(m for m in model.modules() if isinstance(m, torch.nn.BatchNorm2d))
+    seen = []
+    hook = bn.register_forward_hook(lambda module, inputs, output: seen.append(inputs[0]))
+    with torch.no_grad():
+        model.eval()(images.batch(np.arange(40)))  # the layer's input does not depend on its statistics
+    hook.remove()
+    x = seen[0].transpose(0, 1).flatten(1)  # channels x (samples * pixels)
+    assert torch.allclose(bn.running_mean, torch.zeros(6))  # at initialisation: mean 0, variance 1
+    assert train.recalibrate_batch_norm(model, images, batch_size=40)
+    assert torch.allclose(bn.running_mean, x.mean(1), atol=1e-5)
+    assert torch.allclose(bn.running_var, x.var(1, unbiased=True), atol=1e-5)
+    assert not model.training  # left in the mode it was in
+    mlp = models.MLP(64, dim=4, hidden=8)
+    before = {k: v.clone() for k, v in mlp.state_dict().items()}
+    assert not train.recalibrate_batch_norm(mlp, images)  # no batch norm: nothing to do, nothing changed
+    assert all(torch.equal(before[k], v) for k, v in mlp.state_dict().items())
