@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import torch
+
 from . import losses
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .objective import Objective
@@ -79,6 +81,25 @@ def dcdl_loss(
         term_fns=terms,
         layer_only=(),
     )
+
+
+def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spread: float = 0.01, seed: int = 0):
+    """Embeddings of one batch in which every class is compact (unit vectors within ``spread`` of its centre), as
+    a trained network leaves them: ``"apart"``, each class at its own random direction; ``"simplex"``, the
+    centres of a regular simplex (apart, and centred: they sum to zero; ``dim >= n_classes``); ``"merged
+    pairs"``, classes 2j and 2j + 1 at one shared random centre; ``"two blobs"``, the first half of the classes at
+    one centre and the rest at its antipode. ``{name: (embeddings [N, dim], labels [N])}``, to score the
+    class-vs-rest term of eq. 1 on (the chapter's finding: it cannot tell the simplex from the two blobs)."""
+    g = torch.Generator().manual_seed(seed)
+    k = torch.arange(n_classes)
+    centres = torch.nn.functional.normalize(torch.randn(n_classes, dim, generator=g), dim=1)
+    simplex = torch.eye(n_classes, dim) - torch.eye(n_classes, dim).mean(0)
+    layouts = {"apart": centres, "simplex": torch.nn.functional.normalize(simplex, dim=1),
+               "merged pairs": centres[k // 2 * 2],
+               "two blobs": torch.where(k[:, None] < n_classes // 2, centres[:1], -centres[:1])}
+    y = k.repeat_interleave(per_class)
+    noise = spread * torch.randn(len(y), dim, generator=g)
+    return {name: (torch.nn.functional.normalize(c[y] + noise, dim=1), y) for name, c in layouts.items()}
 
 
 def _rows(columns, table):

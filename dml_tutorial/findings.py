@@ -32,8 +32,9 @@ CLAIMED = {
 #: Why the results read as they do: the chapter's explanation, pointing at the section that shows it.
 WHY = {
     "dcdl": "Where $L^W$ is *contradicted*, at the paper's weight, it hurts: its pull on the embedding is larger "
-            "than the triplet's, and a class-against-the-rest transport cost barely changes when two look-alike "
-            "classes merge (section 4, *One class against the rest*), so the term does not keep them apart. The "
+            "than the triplet's, and once classes are compact the class-against-the-rest transport cost depends only "
+            "on the sum of the class centres: two antipodal blobs score as well as classes kept apart (section 4, "
+            "*One class against the rest*), so the term does not keep look-alike classes apart. The "
             "paper set its weight for its own triplet reduction. On the glyphs each term also runs at the weight "
             "the bench's search chose on held-out characters: there neither term moves the probe detectably "
             "(*inconclusive*: the intervals hold zero and the smallest effect of interest), so the paper's weight "

@@ -132,12 +132,23 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
                   2 * cfg["even_odd_k"], "convnet", _shape(cfg, cfg["even_odd_dataset"])),
         Trainings("sub-clusters", 4 * len(cfg["subcluster_noise"]) * s,
                   _steps({"epochs": 20}, sub, 64), 64, "mlp", (2,)),
-        Trainings("Table 2", 2 * (len(cfg["losses"]) + sum(map(len, cfg.get("loss_variants", {}).values()))) * s,
+        Trainings("Table 2", (2 * (len(cfg["losses"]) + sum(map(len, cfg.get("loss_variants", {}).values())))
+                              + len([n for n in cfg.get("all_positives", []) if n in cfg["losses"]])) * s,
                   _steps(cfg, n_train, batch), batch, cfg["model"], shape),
+        *_superclasses(cfg, n_train, shape),
         *[Trainings(f"positives per class (k = {k})", s, _steps(cfg, n_train, cfg["p"] * k,
                                                                   batches=cfg["positives_batches"]),
                     cfg["p"] * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
     ]
+
+
+def _superclasses(cfg, n_train, shape):  # EPS's Table 3 protocol: each loss with and without EPS
+    sup = cfg.get("superclasses")
+    if not sup:
+        return []
+    batch = sup["p"] * sup["k"]  # the steps at Table 2's training size: exact where batches_per_epoch is set
+    return [Trainings("Table 3 (superclasses)", 2 * len(cfg["losses"]) * cfg["n_seeds"], _steps(cfg, n_train, batch),
+                      batch, cfg["model"], shape)]
 
 
 def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), the other heads, Table 4 (K)

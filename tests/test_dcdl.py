@@ -98,3 +98,18 @@ def test_paper_gains_read_off_tables_1_and_4():
     assert gains[("C-10", "L_Trip + L^W", "clean")] == pytest.approx(87.4 - 85.9)  # Table 1, CIFAR-10
     assert len(gains) == 52 and min(gains.values()) == pytest.approx(0.3) and max(gains.values()) == pytest.approx(10.3)
     assert all(row.endswith(" + L^W") for _, row, _ in gains)
+
+
+def test_on_compact_classes_the_sinkhorn_term_sees_only_the_sum_of_the_centres():
+    """For point-mass classes, W(class k, rest) is the mean of |c_k - v|^2 / 2 over the rest, so the term is
+    -(K^2 - |sum_k c_k|^2) / (K - 1) for K unit centres: a simplex and two antipodal blobs score alike."""
+    layouts = dcdl.compact_layouts(spread=1e-3)
+    scores = {}
+    for name, (z, y) in layouts.items():
+        c = torch.stack([z[y == k].mean(0) for k in range(10)])
+        closed = -(sum(c.norm(dim=1) ** 2) * 10 - c.sum(0).norm() ** 2) / 9  # K sum|c|^2 = K^2 for unit centres
+        scores[name] = classwise_discrepancy(z, y, **dcdl.TERMS["W"]).item()
+        assert scores[name] == pytest.approx(closed.item(), rel=0.005), name  # entropic: not exactly
+    assert scores["two blobs"] == pytest.approx(scores["simplex"], rel=0.005)
+    assert scores["two blobs"] < scores["apart"] and scores["apart"] < scores["merged pairs"]
+    assert len(set(layouts["two blobs"][1].tolist())) == 10  # ten labels, two places

@@ -159,3 +159,30 @@ def test_a_variant_row_names_its_settings_and_needs_one():
     assert eps.variant_label("ms", False, {"lam": 1.0}) not in eps.REPORTED["CARS"]  # never a paper row
     with pytest.raises(ValueError, match="at least one setting"):
         eps.variant_label("ms", True, {})
+
+
+def test_a_baseline_with_every_positive_pair_is_the_package_loss_so():
+    """Section 5.2.2: the semi-hard baselines sampled the positives "as suggest[ed] in the original papers", which
+    take every positive pair (FaceNet's triplets, Wu et al.'s margin loss)."""
+    z = torch.nn.functional.normalize(torch.randn(24, 8, generator=torch.Generator().manual_seed(3)), dim=1)
+    y = torch.arange(4).repeat_interleave(6)
+    for name, base in (("triplet", losses.triplet_loss), ("margin", losses.margin_loss)):
+        kwargs = {**eps.LOSSES[name].keywords, "positives": "all"}
+        ours = eps.eps_loss(name, False, "all")(z, y, generator=torch.Generator().manual_seed(4))
+        assert torch.allclose(ours, base(z, y, **kwargs, generator=torch.Generator().manual_seed(4)))
+        random = eps.eps_loss(name, False)(z, y, generator=torch.Generator().manual_seed(4))
+        assert not torch.allclose(ours, random)  # not the regular loss's one random positive
+    with pytest.raises(ValueError, match="easy ones"):
+        eps.eps_loss("triplet", True, "all")
+
+
+def test_superclass_labels_keep_each_images_own_class_as_its_letter():
+    splits = data.load_dataset("digits", split="classes", seen=range(6))
+    pairs = eps.by_superclass(splits, size=2)  # {0, 1}, {2, 3}, {4, 5} seen; {6, 7}, {8, 9} unseen
+    assert set(pairs.train.labels) == {0, 1, 2} and set(pairs.test.labels) == {3, 4}
+    assert np.array_equal(pairs.test.extras["letters"], splits.test.labels)
+    assert np.array_equal(pairs.train.labels, [d // 2 for d in splits.train.labels])
+    with pytest.raises(ValueError, match="superclass"):
+        eps.by_superclass(splits)  # the digits carry no superclass of their own
+    both = eps.REPORTED_SUPERCLASSES["EPS + Trip. + SH"]  # Table 3's two halves: letters 68.4, alphabets 85.2
+    assert both["R@1"] == 68.4 and both["R@1 (superclass)"] == 85.2

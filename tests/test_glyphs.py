@@ -106,3 +106,30 @@ def test_the_installed_cjk_fonts_are_debians_and_share_thousands_of_characters()
     assert len(G.common_characters(G.FACES, "cjk")) == 8974  # the intersection of the 11 faces' cmaps
     hangul = [f for f in G.FACES if G.common_characters([f], "hangul")]
     assert len(hangul) == 6 and len(G.common_characters(hangul, "hangul")) == 11172
+
+
+def test_lead_consonants_follow_the_unicode_syllable_order():
+    # 가 (g-a), 까 (kk-a), 나 (n-a) and 힣 (h-i-h): leads ㄱ, ㄲ, ㄴ, ㅎ, the 1st, 2nd, 3rd and 19th of the 19
+    assert G.lead_consonant([ord(c) for c in "가까나힣"]).tolist() == [0, 1, 2, 18]
+
+
+
+@pytest.mark.skipif(not all(Path(f.path).exists() for f in G.FACES), reason="the CJK fonts are not installed")
+def test_hangul_splits_keep_whole_superclasses_and_eps_relabels_by_them(tmp_path):
+    from dml_tutorial import eps
+
+    faces = tuple(f for f in G.FACES if G.common_characters([f], "hangul"))[:2]
+    s = data.load_dataset("glyphs", script="hangul", faces=faces, n_classes=60, size=16, root=tmp_path,
+                          progress=False)
+    for ds in (s.train, s.test):  # the lead consonant of each image's syllable, read off its name
+        leads = [(ord(s.class_names[y]) - 0xAC00) // 588 for y in ds.labels]
+        assert ds.extras["superclass"].tolist() == leads
+    leads = sorted(set(s.train.extras["superclass"]) | set(s.test.extras["superclass"]))
+    seen = round(2 / 3 * len(leads))  # the first two thirds of the leads drawn, each whole on one side
+    assert sorted(set(s.train.extras["superclass"])) == leads[:seen]
+    assert sorted(set(s.test.extras["superclass"])) == leads[seen:]
+    by = eps.by_superclass(s)
+    assert np.array_equal(by.train.labels, s.train.extras["superclass"])
+    assert np.array_equal(by.test.extras["letters"], s.test.labels) and "superclass" in by.name
+    with pytest.raises(ValueError, match="superclass"):
+        eps.by_superclass(_load(tmp_path))

@@ -211,6 +211,12 @@ def load_arrays(n_classes: int = 1500, size: int = 32, renders: int = 2, script:
     return arrays, manifest
 
 
+def lead_consonant(code):
+    """The lead consonant (0-18) of Hangul syllables given by code point: Unicode orders the 11,172 syllables by
+    lead, then vowel (21), then tail (28)."""
+    return (np.asarray(code) - SCRIPTS["hangul"][0]) // (21 * 28)
+
+
 def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float = 2 / 3, val_fraction: float = 0.2,
            test_faces: int = 3, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
            faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, **_) -> Splits:
@@ -220,12 +226,13 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     validation split's held-out ones) and 500 unseen, 11 faces x 2 renders: 22 images per class, 22,000 training
     images and 11,000 test images (scoring 11,000 unseen images takes about a second a run on 2 cores). ``seen``
     (character indices, ``split="classes"`` only) trains on those characters instead and tests on the others, as
-    the digits' ``seen``: EPS's even/odd experiment takes characters 0-5 of ``n_classes=10``."""
+    the digits' ``seen``: EPS's even/odd experiment takes characters 0-5 of ``n_classes=10``. Hangul's "classes"
+    split keeps whole superclasses on each side (the first ``seen_fraction`` of the lead consonants seen)."""
     check_choice(split, ("classes", "validation", "samples"), "split")
     arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress)
     extras = {"face": arrays["face"], "render": arrays["render"], "code": arrays["code"][arrays["labels"]]}
     if script == "hangul":
-        extras["superclass"] = (extras["code"] - SCRIPTS["hangul"][0]) // (21 * 28)
+        extras["superclass"] = lead_consonant(extras["code"])
     ds = ArrayDataset(torch.from_numpy(arrays["x"]), arrays["labels"], extras)
     names = [chr(c) for c in arrays["code"]]
     source = f"glyphs {manifest['key']} ({len(manifest['faces'])} faces, FreeType {manifest['freetype']})"
@@ -239,6 +246,10 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     if seen is not None and split == "classes":
         return Splits("glyphs", split, *split_by_class(ds, seen), source, names)
     n_seen = round(seen_fraction * k)
+    if script == "hangul":  # whole superclasses on each side: no unseen syllable's lead consonant is seen
+        leads = np.unique(lead_consonant(arrays["code"]))  # the characters are in code order, so in lead order
+        cut = leads[min(round(seen_fraction * len(leads)), len(leads) - 1)]
+        n_seen = int(np.sum(lead_consonant(arrays["code"]) < cut))
     if not 1 < n_seen < k:
         raise ValueError(f"seen_fraction {seen_fraction} leaves no seen or no unseen character of {k}")
     seen_train, unseen = split_by_class(ds, range(n_seen))
