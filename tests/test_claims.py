@@ -299,3 +299,27 @@ def test_no_claim_has_two_verdicts_at_one_scale():
                     assert _word(cells[4]) == table[(cells[0], scale)], (chapter, scale, cells[0])
                     checked += 1
     assert checked >= len(table), f"only {checked} verdicts were found on the pages for {len(table)} in the table"
+
+
+def test_a_claim_gated_on_another_column_and_judged_against_the_papers_base_row():
+    """EPS's superclass claims: the baseline is meant to lose the letters, so the gate asks whether it retrieves
+    the superclasses it was trained on; a baseline sampled as the paper states carries the paper's row name."""
+    rng = np.random.default_rng(1)
+    letters = rng.uniform(0.05, 0.1, 5)
+    sup = {"Trip. + SH": letters, "EPS + Trip. + SH": letters + 0.05 + rng.normal(0, 0.003, 5)}
+    measured = {row: {"R@1": v.tolist(), "R@1 (superclass)": (v + 0.6).tolist()} for row, v in sup.items()}
+    # by letter the raw pixels lead (the collapse); by superclass the baseline leads them
+    measured["raw input"] = {"R@1": (letters + 0.1).tolist(), "R@1 (superclass)": (letters + 0.5).tolist()}
+    measured["untrained network"] = {"R@1": (letters - 0.01).tolist(), "R@1 (superclass)": (letters + 0.3).tolist()}
+    table = "Table 3: unseen superclasses by letter"
+    run = {**_run(measured, table=table), "chapter": "eps"}
+    frame = claims.assess("eps", [run]).set_index("claim")
+    row = frame.loc["EPS improves Trip. + SH on the letters of unseen superclasses (R@1)"]
+    assert row["verdict"] == "supported" and row["gate"].endswith("(R@1 (superclass))")
+    measured["raw input"]["R@1 (superclass)"] = (letters + 0.7).tolist()  # now the baseline fails its own task
+    frame = claims.assess("eps", [{**_run(measured, table=table), "chapter": "eps"}]).set_index("claim")
+    assert frame.loc["EPS improves Trip. + SH on the letters of unseen superclasses (R@1)", "verdict"] == (
+        "not testable here")
+    claim = next(c for c in claims.CLAIMS["eps"] if c.base == "Trip. + SH, all positives")
+    paper = {"Trip. + SH": {"R@1": 50.0}, "EPS + Trip. + SH": {"R@1": 52.0}}
+    assert claims.paper_gain(paper, claim) == pytest.approx((0.02, 0.04))  # the paper's own baseline row
