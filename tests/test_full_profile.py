@@ -115,7 +115,8 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
     if chapter == "ecaml":  # the chapter of issue #8, checked in detail
         tables = {t["table"]: t for t in run["tables"]}
         assert set(tables) == {"Tables 4/5: unseen classes with and without EC", "Table 1: the weight lambda",
-                               "Table 3: EC against dropout", "Table 2: embedding size"}
+                               "Table 3: EC against dropout", "Table 2: embedding size",
+                               "EC's share of the pull at the embedding layer"}
         assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == 84.5
         assert run["settings"]["amp"] and run["settings"]["channels_last"]
         assert any(p.suffix == ".pt" for p in (tmp_path / "cache").rglob("*"))  # the resumable cache
