@@ -261,15 +261,20 @@ def embed(model: torch.nn.Module, data, batch_size: int = 512, device=None, norm
     dev = next(model.parameters()).device if device is None else resolve_device(device)
     was_training = model.training
     model.eval()
-    out = []
-    if isinstance(data, ArrayDataset):
-        for s in range(0, len(data), batch_size):
-            out.append(model(data.batch(np.arange(s, min(s + batch_size, len(data)))).to(dev), normalize=normalize))
-    else:
-        for x, _ in loader(data, num_workers, dev, batch_size=batch_size):
-            out.append(model(x.to(dev), normalize=normalize))
+    out = [model(x.to(dev), normalize=normalize) for x in _in_order(data, batch_size, dev, num_workers)]
     model.train(was_training)
     return torch.cat(out).cpu()
+
+
+def _in_order(data, batch_size: int, device, num_workers: int = 0):
+    """The inputs of ``data`` in order, in batches of ``batch_size`` (no labels): indexed in memory for an
+    :class:`ArrayDataset`, else read by a DataLoader of ``num_workers`` processes."""
+    if isinstance(data, ArrayDataset):
+        for s in range(0, len(data), batch_size):
+            yield data.batch(np.arange(s, min(s + batch_size, len(data))))
+    else:
+        for x, _ in loader(data, num_workers, device, batch_size=batch_size):
+            yield x
 
 
 def recalibrate_batch_norm(model: torch.nn.Module, data, batch_size: int = 512, num_workers: int = 0) -> bool:
@@ -282,10 +287,5 @@ def recalibrate_batch_norm(model: torch.nn.Module, data, batch_size: int = 512, 
     if not any(isinstance(m, torch.nn.modules.batchnorm._BatchNorm) for m in model.modules()):
         return False
     dev = next(model.parameters()).device
-    if isinstance(data, ArrayDataset):
-        batches = (data.batch(np.arange(s, min(s + batch_size, len(data))))
-                   for s in range(0, len(data), batch_size))
-    else:
-        batches = (x for x, _ in loader(data, num_workers, dev, batch_size=batch_size))
-    torch.optim.swa_utils.update_bn(batches, model, device=dev)
+    torch.optim.swa_utils.update_bn(_in_order(data, batch_size, dev, num_workers), model, device=dev)
     return True

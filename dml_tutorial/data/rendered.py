@@ -247,9 +247,9 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
         return Splits("glyphs", split, *split_by_class(ds, seen), source, names)
     n_seen = round(seen_fraction * k)
     if script == "hangul":  # whole superclasses on each side: no unseen syllable's lead consonant is seen
-        leads = np.unique(lead_consonant(arrays["code"]))  # the characters are in code order, so in lead order
-        cut = leads[min(round(seen_fraction * len(leads)), len(leads) - 1)]
-        n_seen = int(np.sum(lead_consonant(arrays["code"]) < cut))
+        lead = lead_consonant(arrays["code"])  # per character, in code order, so in lead order
+        leads = np.unique(lead)
+        n_seen = int(np.sum(lead < leads[min(round(seen_fraction * len(leads)), len(leads) - 1)]))
     if not 1 < n_seen < k:
         raise ValueError(f"seen_fraction {seen_fraction} leaves no seen or no unseen character of {k}")
     seen_train, unseen = split_by_class(ds, range(n_seen))
