@@ -117,10 +117,17 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
     steps = _steps(cfg, n_train, batch)
     lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]
     dims = [d for d in cfg["dims"] if d != cfg["dim"]]
+    start = cfg.get("pretrained_start")  # softmax pre-training, then each loss with and without the released EC
+    pre = [Trainings("softmax pre-training", s, _steps(cfg, n_train, batch, epochs=start["epochs"]), batch,
+                     cfg["model"], shape),
+           Trainings("pretrained start", 2 * len(cfg["locals"]) * s, steps, batch, cfg["model"], shape)] if start else []
+    if start and start.get("lr_candidates"):  # on the validation split: one pre-training, each loss at each rate
+        pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
+                          steps, batch, cfg["model"], shape)]
     return [Trainings(name, runs * s, steps, batch, cfg["model"], shape) for name, runs in
             (("Tables 4/5", (2 + ("released" in cfg.get("ec_variants", ()))) * len(cfg["locals"])),
              ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
-             ("Table 2", 2 * len(dims)))]
+             ("Table 2", 2 * len(dims)))] + pre
 
 
 def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Table 2, positives per class

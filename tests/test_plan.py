@@ -96,9 +96,11 @@ def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
     assert probed == [("mlp", cfg["p"] * cfg["k"])]  # four sections of one shape: one probe
     lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]  # its own: Table 4's
     expected = cfg["n_seeds"] * (2 * len(cfg["locals"]) + len(lambdas) + len(cfg["dropouts"]) + 2 * (len(cfg["dims"]) - 1))
-    assert p.runs == expected
+    expected += cfg["n_seeds"] * (1 + 2 * len(cfg["locals"]))  # the pretrained start: pre-training, then each loss
+    assert p.runs == expected                                   # with and without the released EC
     steps = cfg["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))
-    assert p.estimate() == pytest.approx(expected * steps * 0.01)
+    pre_steps = cfg["pretrained_start"]["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))  # the pre-trainings' epochs
+    assert p.estimate() == pytest.approx(((expected - cfg["n_seeds"]) * steps + cfg["n_seeds"] * pre_steps) * 0.01)
     text = str(p)
     assert "Plan of the ecaml chapter, smoke profile, on CPU" in text and f"Trainings: {expected}" in text
     assert "Downloads:\n  none" in text

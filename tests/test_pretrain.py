@@ -1,0 +1,64 @@
+"""The softmax-pretrained start (ECAML's released code fine-tunes an ImageNet-pretrained backbone): the
+classifier's loss against a loop, what the pre-training changes and what it leaves, and its bad inputs."""
+
+import math
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import torch
+
+from dml_tutorial import data, experiment, metrics, models, pretrain, train
+
+CFG = {"model": "mlp", "dim": 8, "hidden": 32, "p": 6, "k": 8, "lr": 3e-3, "threads": 1,
+       "batches_per_epoch": 20, "epochs": 0}
+
+
+@pytest.fixture(scope="module")
+def splits():
+    return data.load_dataset("digits", split="classes", seen=range(6))
+
+
+def test_classifier_loss_is_the_mean_cross_entropy_of_a_loop():
+    torch.manual_seed(0)
+    classifier = pretrain.SoftmaxClassifier(5, 3)
+    hidden, y = torch.randn(7, 5), torch.tensor([0, 2, 1, 1, 0, 2, 2])
+    logits = hidden @ classifier.fc.weight.T + classifier.fc.bias
+    expected = 0.0
+    for row, label in zip(logits.tolist(), y.tolist()):
+        expected += -(row[label] - math.log(sum(math.exp(v) for v in row))) / len(y)
+    got = classifier(None, y, SimpleNamespace(model=SimpleNamespace(hidden=hidden)))
+    assert got.item() == pytest.approx(expected, rel=1e-5)
+
+
+def test_pretraining_trains_the_trunk_and_leaves_the_new_fc(splits):
+    start = pretrain.softmax_pretrained(splits.train, CFG, epochs=3, seed=1)
+    again = pretrain.softmax_pretrained(splits.train, CFG, epochs=3, seed=1)
+    assert all(torch.equal(start[name], again[name]) for name in start)  # the seed fixes everything
+    train.seed_everything(1)
+    fresh = models.from_settings(CFG, data.input_shape(splits.train)).state_dict()
+    assert torch.equal(start["embedding.weight"], fresh["embedding.weight"])  # the fc: the seed's random one
+    assert not torch.equal(start["trunk.1.weight"], fresh["trunk.1.weight"])
+
+    def hidden_r1(state):  # R@1 of the seen classes on the trunk's features (the classifier's input)
+        model = models.from_settings(CFG, data.input_shape(splits.train))
+        model.load_state_dict(state)
+        with torch.no_grad():
+            features = model.eval().features(splits.train.batch(np.arange(len(splits.train))))
+        return metrics.recall_at_k(features, splits.train.labels, (1,))[1]
+
+    assert hidden_r1(start) > hidden_r1(fresh) + 0.02
+    # fine-tuning starts from exactly these weights (no epochs: the start's own embeddings)
+    run = experiment.train_and_retrieve(splits, lambda z, y: z.sum() * 0, CFG, p=6, k=8, seed=4, init=start)
+    model = models.from_settings(CFG, data.input_shape(splits.train))
+    model.load_state_dict(start)
+    assert torch.allclose(run.test_embeddings, train.embed(model, splits.test))
+
+
+@pytest.mark.parametrize("labels, epochs, match", [([-1, 0, 1], 1, "non-negative integer"),
+                                                   ([0.0, 0.5, 1.0], 1, "non-negative integer"),
+                                                   ([0, 1, 1], 0, "at least 1")])
+def test_bad_labels_and_epochs_are_refused(labels, epochs, match):
+    bad = SimpleNamespace(labels=np.asarray(labels))  # refused before any data is read
+    with pytest.raises(ValueError, match=match):
+        pretrain.softmax_pretrained(bad, CFG, epochs=epochs)
