@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import torch
 
-from . import losses
+from . import losses, metrics
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .objective import Objective
 
@@ -100,6 +101,25 @@ def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spr
     y = k.repeat_interleave(per_class)
     noise = spread * torch.randn(len(y), dim, generator=g)
     return {name: (torch.nn.functional.normalize(c[y] + noise, dim=1), y) for name, c in layouts.items()}
+
+
+def cost_by_crowding(base: list, runs: list, labels) -> dict:
+    """Where a weight costs, seed by seed: each class's probe accuracy under ``runs`` minus under ``base`` (probe
+    runs of the same seeds, in order, with ``test_predictions``), averaged over the crowded half of the classes
+    and over the other half. A class's crowding is its centroid's highest cosine to another class's centroid in
+    the base run's test embeddings (its closest look-alike). ``{"crowded half": [...], "other half": [...]}``:
+    per seed, the mean over the half's classes of the change (a fraction; negative: the weight costs)."""
+    out = {"crowded half": [], "other half": []}
+    for a, b in zip(base, runs, strict=True):
+        classes, cosines = metrics.centroid_cosines(a.test_embeddings, labels)
+        np.fill_diagonal(cosines, -np.inf)
+        crowded = np.zeros(len(classes), dtype=bool)
+        crowded[np.argsort(-cosines.max(1), kind="stable")[: len(classes) // 2]] = True
+        before, after = (metrics.per_class_accuracy(labels, r.test_predictions) for r in (a, b))
+        change = np.array([after[c] - before[c] for c in classes.tolist()])
+        out["crowded half"].append(float(change[crowded].mean()))
+        out["other half"].append(float(change[~crowded].mean()))
+    return out
 
 
 def _rows(columns, table):

@@ -41,6 +41,7 @@ class Run:
     history: train.History
     state: dict | None = None  # the trained weights, when asked for (``keep_state=True``); not cached by grid
     train_embeddings: torch.Tensor | None = None  # the training split's (train_and_retrieve), for seen-class plots
+    test_predictions: np.ndarray | None = None  # the linear probe's predicted test labels (train_and_probe)
 
 
 def corrupt(dataset, noise, seed: int = 0, pairs=None):
@@ -89,29 +90,34 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
 
 
 def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
-                    device="auto", progress: bool = False, checkpoint=None) -> Run:
+                    device="auto", progress: bool = False, checkpoint=None, curves: bool = False) -> Run:
     """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (the DCDL
     paper's; ``cfg["p"]`` classes instead where it is set, as on the glyph test bed's hundreds), see :func:`_train`
-    for the other ``cfg`` keys, then probe it. The noise draw, the initialisation and the batches all follow
-    ``seed``."""
+    for the other ``cfg`` keys, then probe it; ``Run.test_predictions`` keeps the probe's predicted test labels
+    (per-class accuracy, confusions). The noise draw, the initialisation and the batches all follow ``seed``.
+    ``curves=True`` records, for an objective of several terms, each term's value and weighted pull at the
+    embedding layer after every epoch, as :func:`train_and_retrieve` does."""
     data = corrupt(splits.train, noise, seed, pairs)
     p = cfg.get("p") or len(np.unique(data.labels))
-    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed,
-                                     device=device, progress=progress, checkpoint=checkpoint)
+    pulls = _pulls(data, loss_fn, p, k, seed) if curves else None
+    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
+                                     checkpoint=checkpoint, evaluate=pulls)
     workers = cfg.get("workers", 0)
     z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, splits.test, num_workers=workers)
     flipped = float(np.mean(data.labels != splits.train.labels))
-    scores = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed)
-    return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history)
+    scores, predicted = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed)
+    return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history, test_predictions=predicted)
 
 
-def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed: int) -> dict:
-    """The metrics of :func:`train_and_probe` (``probe=True``) or :func:`train_and_retrieve` on given embeddings."""
+def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed: int):
+    """The metrics of :func:`train_and_probe` (``probe=True``) or :func:`train_and_retrieve` on given embeddings,
+    and the probe's predicted test labels (``None`` for retrieval)."""
     if probe:
-        return {"accuracy": metrics.linear_probe_accuracy(z_train, train_labels, z_test, test_labels, seed),
-                "R@1": metrics.recall_at_k(z_test, test_labels, ks=(1,))[1]}
+        predicted = metrics.linear_probe(z_train, train_labels, z_test, seed)
+        return {"accuracy": float(np.mean(predicted == np.asarray(test_labels))),
+                "R@1": metrics.recall_at_k(z_test, test_labels, ks=(1,))[1]}, predicted
     return metrics.evaluate(z_test, test_labels, ks=metrics.recall_ks(cfg.get("dataset", "")), seed=seed,
-                            cluster_classes=cfg.get("cluster_classes"), f1=True)
+                            cluster_classes=cfg.get("cluster_classes"), f1=True), None
 
 
 REFERENCES = ("raw input", "untrained network")
@@ -148,8 +154,9 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
             return train.embed(model, data, num_workers=cfg.get("workers", 0))
     start = time.perf_counter()
     z_train, z_test = encode(train_set) if probe or train_embeddings else None, encode(splits.test)
-    scores = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
-    return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History(), train_embeddings=z_train)
+    scores, predicted = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
+    return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History(), train_embeddings=z_train,
+               test_predictions=predicted)
 
 
 def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",
@@ -201,6 +208,25 @@ def _curve_subset(dataset, seed: int, size: int = CURVE_SAMPLES):
     return dataset.subset(keep)
 
 
+def _pulls(data, loss_fn, p: int, k: int, seed: int):
+    """``pulls(model) -> {"<term>": value, "|grad| <term>": pull}`` for an objective of several terms
+    (:func:`dml_tutorial.objective.term_pulls`) on one fixed P x K batch of ``data`` (its own seed), or ``{}``
+    for a loss of one term."""
+    if len(getattr(loss_fn, "weights", {})) == 0:
+        return lambda model: {}
+    batch = next(iter(sampling.PKSampler(data.labels, p=p, k=k, seed=seed + 1)))
+    x, y = stack(data, batch), torch.as_tensor(np.asarray(data.labels)[batch])
+
+    def pulls(model):
+        dev = next(model.parameters()).device
+        out = {}
+        for term, pull in objective.term_pulls(loss_fn, model, x.to(dev), y.to(dev)).items():
+            out.update({term: pull["value"], f"|grad| {term}": pull["grad"]})
+        return out
+
+    return pulls
+
+
 def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int = 0, device="auto",
                        progress: bool = False, checkpoint=None, curves: bool = False, noise=None, pairs=None,
                        fraction: float = 1.0, init=None, keep_state: bool = False) -> Run:
@@ -221,26 +247,19 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
     workers = cfg.get("workers", 0)
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
-    probe = None
-    if curves and len(getattr(loss_fn, "weights", {})) > 0:  # a local loss and class-wise terms: how each pulls
-        batch = next(iter(sampling.PKSampler(data.labels, p=p, k=k, seed=seed + 1)))
-        probe = stack(data, batch), torch.as_tensor(np.asarray(data.labels)[batch])
+    pulls = _pulls(data, loss_fn, p, k, seed)
 
     def evaluate(model):
         out = {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
                "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
                                                  (1,))[1]}
-        if probe is not None:
-            dev = next(model.parameters()).device
-            for term, pull in objective.term_pulls(loss_fn, model, probe[0].to(dev), probe[1].to(dev)).items():
-                out.update({term: pull["value"], f"|grad| {term}": pull["grad"]})
-        return out
+        return {**out, **pulls(model)}
 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
     z_train = train.embed(model, splits.train, num_workers=workers)
     z_test = train.embed(model, splits.test, num_workers=workers)
-    scores = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)
+    scores, _ = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 
@@ -272,10 +291,11 @@ def _cached(run, kwargs, seed, cache, key) -> Run:
         state = torch.load(path, weights_only=False)
         train.record_training(name, 0, 0.0, cached=True)
         return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
-                   train_embeddings=state.get("train_embeddings"))
+                   train_embeddings=state.get("train_embeddings"), test_predictions=state.get("test_predictions"))
     result = run(**kwargs, seed=seed)
     train.save_checkpoint(path, metrics=result.metrics, test_embeddings=result.test_embeddings,
-                          history=result.history.records, train_embeddings=result.train_embeddings)
+                          history=result.history.records, train_embeddings=result.train_embeddings,
+                          test_predictions=result.test_predictions)
     return result
 
 

@@ -10,7 +10,7 @@ import numpy as np
 import torch
 from sklearn.cluster import KMeans
 from sklearn.linear_model import LogisticRegression
-from sklearn.metrics import normalized_mutual_info_score
+from sklearn.metrics import normalized_mutual_info_score, recall_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
@@ -118,16 +118,44 @@ def map_at_r(embeddings, labels, chunk: int = 1024) -> float:
     return ap[r > 0].mean().item()
 
 
-def linear_probe_accuracy(train_embeddings, train_labels, test_embeddings, test_labels, seed: int = 0) -> float:
-    """Accuracy on the test set of a logistic regression fitted on standardised train embeddings: the DCDL
-    paper's evaluation of an embedding under label noise (train labels may be noisy, test labels clean)."""
+def linear_probe(train_embeddings, train_labels, test_embeddings, seed: int = 0) -> np.ndarray:
+    """The test labels predicted by a logistic regression fitted on standardised train embeddings: the DCDL
+    paper's evaluation of an embedding under label noise (train labels may be noisy)."""
     zt, yt = check_embeddings(train_embeddings, train_labels, min_samples=2)
-    ze, ye = check_embeddings(test_embeddings, test_labels)
+    ze = check_embeddings(test_embeddings)
     if zt.shape[1] != ze.shape[1]:
         raise ValueError(f"train and test embeddings differ in dimension: {zt.shape[1]} vs {ze.shape[1]}")
     clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000, random_state=seed))
     clf.fit(zt.detach().cpu().numpy(), yt.cpu().numpy())
-    return float(clf.score(ze.detach().cpu().numpy(), ye.cpu().numpy()))
+    return clf.predict(ze.detach().cpu().numpy())
+
+
+def per_class_accuracy(labels, predicted) -> dict:
+    """``{class: fraction of its samples predicted as it}`` (scikit-learn's per-class recall), for every class
+    in ``labels``."""
+    labels, predicted = np.asarray(labels), np.asarray(predicted)
+    if labels.shape != predicted.shape or labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"labels and predictions must be two [N] arrays, got {labels.shape} and {predicted.shape}")
+    classes = np.unique(labels)
+    return dict(zip(classes.tolist(), recall_score(labels, predicted, labels=classes, average=None,
+                                                   zero_division=0).tolist(), strict=True))
+
+
+def centroid_cosines(embeddings, labels) -> tuple[np.ndarray, np.ndarray]:
+    """``(classes, C)``: the sorted classes and the ``[K, K]`` cosine similarities of their centroids (the mean
+    embedding of each class)."""
+    z, y = check_embeddings(embeddings, labels)
+    classes = torch.unique(y)
+    centroids = torch.stack([z[y == c].double().mean(0) for c in classes])
+    unit = torch.nn.functional.normalize(centroids, dim=1)
+    return classes.cpu().numpy(), (unit @ unit.T).cpu().numpy()
+
+
+def linear_probe_accuracy(train_embeddings, train_labels, test_embeddings, test_labels, seed: int = 0) -> float:
+    """Accuracy of :func:`linear_probe` on the test labels (clean, while the train labels may be noisy)."""
+    ze, ye = check_embeddings(test_embeddings, test_labels)
+    predicted = linear_probe(train_embeddings, train_labels, ze, seed)
+    return float(np.mean(predicted == ye.cpu().numpy()))
 
 
 def clustered_subset(z, labels, classes: int | None):

@@ -3,6 +3,7 @@ paper's numbers as quoted (checked against each other where the paper repeats a 
 
 import math
 
+import numpy as np
 import pytest
 import torch
 
@@ -113,3 +114,25 @@ def test_on_compact_classes_the_sinkhorn_term_sees_only_the_sum_of_the_centres()
     assert scores["two blobs"] == pytest.approx(scores["simplex"], rel=0.005)
     assert scores["two blobs"] < scores["apart"] and scores["apart"] < scores["merged pairs"]
     assert len(set(layouts["two blobs"][1].tolist())) == 10  # ten labels, two places
+
+
+def test_cost_by_crowding_splits_the_classes_by_their_closest_look_alike():
+    from types import SimpleNamespace
+
+    # four classes of two points: 0 and 1 almost on one direction (crowded), 2 and 3 far from everything
+    centres = torch.tensor([[1.0, 0.0, 0.0], [0.99, 0.14, 0.0], [0.0, 0.0, 1.0], [0.0, 1.0, -1.0]])
+    labels = np.repeat(np.arange(4), 2)
+    z = torch.nn.functional.normalize(centres[labels], dim=1)
+    right = SimpleNamespace(test_embeddings=z, test_predictions=labels.copy())
+    confused = labels.copy()
+    confused[0] = 1  # one of class 0's two images goes to its look-alike: class 0 loses half its accuracy
+    confused[5] = 3  # one of class 2's two images goes wrong too
+    worse = SimpleNamespace(test_embeddings=z, test_predictions=confused)
+    cost = dcdl.cost_by_crowding([right, right], [worse, right], labels)
+    # seed 0: crowded half {0, 1} changes by (-0.5 + 0) / 2, the other half {2, 3} by (-0.5 + 0) / 2; seed 1: none
+    assert cost == {"crowded half": [-0.25, 0.0], "other half": [-0.25, 0.0]}
+    confused[5] = 2
+    cost = dcdl.cost_by_crowding([right], [SimpleNamespace(test_embeddings=z, test_predictions=confused)], labels)
+    assert cost == {"crowded half": [-0.25], "other half": [0.0]}
+    with pytest.raises(ValueError):
+        dcdl.cost_by_crowding([right], [right, right], labels)

@@ -48,6 +48,14 @@ def test_train_and_probe_measures_and_repeats(splits, deterministic):
     assert len(runs[0].history) == CFG["epochs"]
     assert m["accuracy"] == runs[1].metrics["accuracy"]
     assert torch.equal(runs[0].test_embeddings, runs[1].test_embeddings)
+    # the probe's predictions give its accuracy back, and are kept for per-class readings
+    assert m["accuracy"] == pytest.approx(np.mean(runs[0].test_predictions == splits.test.labels))
+    assert "|grad| W" not in runs[0].history.records[-1]  # curves off: no pulls
+    curved = experiment.train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), CFG, k=4, seed=1, curves=True)
+    last = curved.history.records[-1]
+    assert last["|grad| W"] > 0 and last["|grad| L_Trip"] >= 0 and len(curved.history) == CFG["epochs"]
+    alone = experiment.train_and_probe(splits, dcdl.dcdl_loss("trip", None), CFG, k=4, seed=1, curves=True)
+    assert set(alone.history.records[-1]) == {"epoch", "loss", "seconds"}  # one term: nothing to compare
 
 
 def _fake_run(calls):

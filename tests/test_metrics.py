@@ -164,3 +164,20 @@ def test_evaluate_clusters_the_first_classes_only_when_asked():
     keep = y < 3
     assert part["R@1"] == full["R@1"]  # Recall@K uses every sample
     assert part["NMI"] == metrics.nmi(z[keep], y[keep]) and part["F1"] == metrics.f1_clustering(z[keep], y[keep])
+
+
+def test_per_class_accuracy_and_centroid_cosines_against_loops():
+    labels = np.array([0, 0, 0, 2, 2, 5])
+    predicted = np.array([0, 2, 0, 2, 0, 5])
+    assert metrics.per_class_accuracy(labels, predicted) == {0: 2 / 3, 2: 1 / 2, 5: 1.0}
+    with pytest.raises(ValueError):
+        metrics.per_class_accuracy(labels, predicted[:-1])
+    g = torch.Generator().manual_seed(0)
+    z = torch.randn(6, 4, generator=g)
+    classes, cos = metrics.centroid_cosines(z, labels)
+    assert classes.tolist() == [0, 2, 5]
+    means = [z[torch.as_tensor(labels == c)].double().mean(0) for c in (0, 2, 5)]
+    for i in range(3):
+        for j in range(3):
+            expected = float(means[i] @ means[j] / (means[i].norm() * means[j].norm()))
+            assert cos[i, j] == pytest.approx(expected, abs=1e-12)
