@@ -38,6 +38,9 @@ SAMPLES_PER_CLASS = {"trip": 10, "np": 2, "ang": 2, "ang_np": 2, None: 10}
 TERMS = DCDL_TERMS
 #: The paper's lambda per term (section 4: 0.2 for L^L, 0.5 for L^W; the MMD variants follow L^L).
 LAMBDA = {"L": 0.2, "G": 0.2, "L-median": 0.2, "G-median": 0.2, "W": 0.5, "W-GeomLoss": 0.5}
+#: The terms the paper's weight sweep covers (supplement Table 3: L^L and L^W); the chapter sweeps the weight of
+#: those of a profile's terms, and runs the variants (L^L-median, L^W-GeomLoss) at their paper weight only.
+SWEPT_TERMS = ("L", "W")
 
 
 def label(local: str | None, term: str | None = None, lam: float | None = None) -> str:

@@ -107,7 +107,8 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     out = [runs("Tables 1/4", len(kept) * s, name, term) for name in cfg["locals"] for term in [None] + cfg["terms"]]
     out += [runs("Table 2", len(alone) * s, None, term) for term in ("L", "G", "L-median", "W")]
     out.append(runs("Table 2, untrained", len(alone) * s, None, "W", 0.0))
-    out += [runs(f"Table 3, lambda {lam:g}", s, local, term, lam) for term in cfg["terms"] for lam in cfg["lambdas"]
+    swept = [term for term in cfg["terms"] if term in dcdl.SWEPT_TERMS]
+    out += [runs(f"Table 3, lambda {lam:g}", s, local, term, lam) for term in swept for lam in cfg["lambdas"]
             if not (lam == dcdl.LAMBDA[term] and None in kept)]
     return out
 
