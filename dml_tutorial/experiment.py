@@ -247,7 +247,7 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
     workers = cfg.get("workers", 0)
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
-    pulls = _pulls(data, loss_fn, p, k, seed)
+    pulls = _pulls(data, loss_fn, p, k, seed) if curves else None  # (its batch drawn only when used)
 
     def evaluate(model):
         out = {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
