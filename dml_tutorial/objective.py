@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
 import torch
 
 from . import losses
@@ -149,3 +150,12 @@ def term_pulls(loss: Objective, model: torch.nn.Module, x: torch.Tensor, y: torc
     finally:
         model.train(was_training)
     return out
+
+
+def pull_share(runs, term: str, other: str) -> np.ndarray:
+    """``[runs, epochs]``: ``term``'s share of two weighted pulls, |grad term| / (|grad term| + |grad other|),
+    from histories recorded with curves (the ``"|grad| <term>"`` entries of :func:`term_pulls`); nan in an epoch
+    where neither pulls."""
+    pull = np.array([r.history[f"|grad| {term}"] for r in runs], dtype=float)
+    both = pull + np.array([r.history[f"|grad| {other}"] for r in runs], dtype=float)
+    return np.where(both > 0, pull / np.where(both > 0, both, 1.0), np.nan)

@@ -127,3 +127,14 @@ def test_term_pulls_leave_out_a_zero_weight_term_and_a_batch_without_pairs_pulls
     loss = objective.objective("triplet", terms={"energy_confusion": 0.0})
     pulls = objective.term_pulls(loss, model, torch.randn(4, 6), torch.arange(4))  # no positive pairs
     assert pulls == {"triplet": {"value": 0.0, "grad": 0.0}}
+
+
+def test_pull_share_is_the_term_over_both_pulls_and_nan_where_none_pulls():
+    from types import SimpleNamespace
+
+    import numpy as np
+
+    runs = [SimpleNamespace(history={"|grad| a": [1.0, 0.0], "|grad| b": [3.0, 0.0]}),
+            SimpleNamespace(history={"|grad| a": [2.0, 2.0], "|grad| b": [0.0, 6.0]})]
+    share = objective.pull_share(runs, "a", "b")
+    assert share[0, 0] == 0.25 and np.isnan(share[0, 1]) and share[1].tolist() == [1.0, 0.25]
