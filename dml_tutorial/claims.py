@@ -80,7 +80,12 @@ def _dcdl() -> list[Claim]:
     validated = [Claim(f"+ L^{term} at lambda = {lam} beats L_Trip (clean)", "Table 3: the weight lambda",
                        f"L_Trip + L^{term}", f"L_Trip + L^{term}", lam, 1.0, why, base_column="0.0",
                        gate=(table, "L_Trip", "clean")) for term, lam in DCDL_VALIDATED.items()]
-    return at_paper + validated
+    # L^W as GeomLoss's defaults compute it (annealed, not converged at epsilon): our reading of what the paper ran,
+    # so the paper's L^W numbers are its; on the test beds that run it (the glyphs: clean and symmetric noise)
+    geomloss = [Claim(f"+ L^W as GeomLoss computes it beats L_Trip ({column})", table, "L_Trip",
+                      "L_Trip + L^W-GeomLoss", column, 1.0, why, paper_row="L_Trip + L^W")
+                for column in ("clean", "sym 0.3")]
+    return at_paper + validated + geomloss
 
 
 def _ecaml() -> list[Claim]:
