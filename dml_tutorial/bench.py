@@ -171,6 +171,23 @@ def choose(results: dict, metric: str = "MAP@R") -> dict:
     return {name: value for name, (value, _) in best.items()}
 
 
+def shared_rate(fits: dict, rates, metric: str = "R@1") -> tuple[float, dict]:
+    """One learning rate for several methods, chosen on a validation split (:func:`validation_split`), so that
+    the methods are compared at one rate (the noise chapter's arms, ECAML's losses from the pretrained start).
+
+    ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate,
+    method by method in the order given. Returns the rate with the highest mean ``metric`` over the methods (the
+    mean of the methods, not the best single run; ties: the first rate listed) and the table that chose it,
+    ``{rate: {name: [value]}}``, as :func:`dml_tutorial.report.record` takes it."""
+    rates = list(rates)
+    if not rates or not fits:
+        raise ValueError(f"need at least one rate and one method, got {len(rates)} and {len(fits)}")
+    values = {(name, rate): fit(rate).metrics[metric] for name, fit in fits.items() for rate in rates}
+    table = {rate: {name: [values[(name, rate)]] for name in fits} for rate in rates}
+    mean = {rate: float(np.mean([values[(name, rate)] for name in fits])) for rate in rates}
+    return max(rates, key=mean.get), table
+
+
 def robustness(noisy, topline, metric: str = "R@1") -> dict:
     """Le & Odobez 2018's robustness at one noise rate p: ``metric`` trained on noisy labels over ``metric`` of
     the topline trained on the 1 - p clean samples, one ratio per seed (paired: the same seed draws the noise and

@@ -152,6 +152,28 @@ def test_choose_keeps_the_best_mean_and_the_first_candidate_on_a_tie():
     assert bench.choose(results) == {"A": 0.1, "B": 1.0}
 
 
+def test_shared_rate_takes_the_best_mean_over_the_methods_and_the_first_rate_on_a_tie():
+    # A's best single run is at 1e-3 (0.9), but the mean over A and B is best at 1e-4: (0.8 + 0.6) / 2 = 0.7
+    # against (0.9 + 0.1) / 2 = 0.5; 3e-4 ties 1e-4 and comes later, so 1e-4 stays
+    r_at_1 = {("A", 1e-4): 0.8, ("A", 1e-3): 0.9, ("A", 3e-4): 0.6,
+              ("B", 1e-4): 0.6, ("B", 1e-3): 0.1, ("B", 3e-4): 0.8}
+    calls = []
+
+    def fit(name):
+        def at(rate):
+            calls.append((name, rate))
+            return _runs([r_at_1[(name, rate)]], "R@1")[0]
+        return at
+
+    rate, table = bench.shared_rate({"A": fit("A"), "B": fit("B")}, [1e-4, 1e-3, 3e-4])
+    assert rate == 1e-4
+    assert table == {1e-4: {"A": [0.8], "B": [0.6]}, 1e-3: {"A": [0.9], "B": [0.1]}, 3e-4: {"A": [0.6], "B": [0.8]}}
+    assert calls == [("A", 1e-4), ("A", 1e-3), ("A", 3e-4), ("B", 1e-4), ("B", 1e-3), ("B", 3e-4)]
+    for fits, rates in (({}, [1e-3]), ({"A": fit("A")}, [])):
+        with pytest.raises(ValueError, match="at least one rate and one method"):
+            bench.shared_rate(fits, rates)
+
+
 def test_robustness_is_the_per_seed_ratio_with_its_t_interval():
     noisy, topline = _runs([0.4, 0.5, 0.6], "R@1"), _runs([0.5, 0.5, 0.5], "R@1")
     out = bench.robustness(noisy, topline)
