@@ -31,10 +31,10 @@ CLAIMED = {
 
 #: Why the results read as they do: the chapter's explanation, pointing at the section that shows it.
 WHY = {
-    "dcdl": "Where $L^W$ is *contradicted*, at the paper's weight, it has taken over the training: "
-            "its weighted pull on the embedding is larger than the triplet's for most of the run (the chapter's "
-            "*Where the weight acts*, on the glyphs too), while at the smaller weights that leave the probe "
-            "unchanged its share is smaller and falls as the triplet's classes form. Once classes are compact the "
+    "dcdl": "Where $L^W$ is *contradicted*, at the paper's weight, it dominates the training: its weighted pull "
+            "on the embedding stays well above the triplet's for the whole run (the chapter's *Where the weight "
+            "acts*, on the glyphs too); at smaller weights its share falls as the triplet's classes form, and the "
+            "probe holds even where the term still takes about half of the pull. Once classes are compact the "
             "class-against-the-rest transport cost depends only on the sum of the class centres: two antipodal "
             "blobs score as well as classes kept apart (section 4, *One class against the rest*), so the term "
             "cannot ask for look-alike classes to stay apart. On the glyphs its cost at the paper's weight is "
