@@ -33,7 +33,7 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
 from . import slurm
-from .chapters import chapters, results_path
+from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
@@ -119,6 +119,9 @@ def _run(args, parser) -> int:
         params["PROFILE"] = args.profile
     for name in names:
         src = known[name]
+        if not src.exists():  # an installed wheel carries the chapters' records, not their notebooks
+            parser.error(f"no notebook {src.name} here (only its record): clone the repository and run from it, "
+                         f"or point {FOLDER_ENV} at a folder of chapter notebooks")
         out = src if args.output is None else args.output / src.name
         results_file = args.results or results_path(out)
         print(f"== {name}: {src} -> {out}", flush=True)
@@ -290,6 +293,8 @@ def _report(args, parser) -> int:
 def _parser() -> argparse.ArgumentParser:
     from .report import PAGES, RESULTS
 
+    written = RESULTS if in_checkout() else Path("data") / "results"  # never into an installed package
+
     parser = argparse.ArgumentParser(prog="dml-tutorial", description=__doc__.split("\n\n")[0].replace("``", ""))
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapter notebooks with papermill")
@@ -306,7 +311,7 @@ def _parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="run a chapter over a parameter grid, resumably")
     sweep.add_argument("grid", type=Path, help="a YAML sweep file, e.g. data/sweeps/dcdl.yaml")
     sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")
-    sweep.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
+    sweep.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
     sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, pending, "
                        "failed, cancelled, not submitted) and run nothing")

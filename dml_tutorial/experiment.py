@@ -16,6 +16,8 @@
 
 from __future__ import annotations
 
+import inspect
+import json
 import re
 import sys
 import time
@@ -26,7 +28,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import augment, evidence, metrics, models, objective, sampling, train
+from . import __version__, augment, evidence, metrics, models, objective, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
@@ -264,39 +266,93 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 
 
-def grid(configs: dict, seeds, run, description: str = "runs", cache=None) -> dict:
+def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progress: bool = False) -> dict:
     """``{key: [run(**configs[key], seed=s) for s in seeds]}`` with one progress bar over all runs.
 
-    With a ``cache`` folder, every finished run is saved there (``<key>-seed<s>.pt``: metrics, test embeddings,
-    history) and loaded instead of re-run the next time, so an interrupted grid (a disconnected Colab runtime)
-    resumes where it stopped. Delete the folder to start afresh."""
+    With a ``cache`` folder (:func:`dml_tutorial.profiles.default_cache` names one per chapter, dataset and hash of
+    the settings), every finished run is saved there (``<key>-seed<s>.pt``: metrics, test embeddings, history,
+    and the settings that made it, :func:`describe`) and loaded instead of re-run the next time, but only when
+    its stored settings equal the ones asked for: a run trained under other settings is trained again, and the
+    message says so. A run that accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`)
+    also keeps its training in progress there after every epoch (``<key>-seed<s>.partial.pt``), so that a run
+    interrupted mid-way (a disconnected Colab runtime) resumes from its last epoch. Delete the folder to start
+    afresh.
+
+    ``progress=True`` (the GPU profiles) passes ``progress`` to runs that accept it (a per-epoch bar with the loss
+    and the time left) and prints a line after each run: how long it took and about how long the rest will."""
     seeds = list(seeds)
     if not seeds:
         raise ValueError("grid needs at least one seed")
     out = {key: [] for key in configs}
-    with tqdm(total=len(configs) * len(seeds), desc=description, mininterval=1.0, file=sys.stderr) as bar:
+    total, done, trained_seconds, trained = len(configs) * len(seeds), 0, 0.0, 0
+    with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress) as bar:
         for key, kwargs in configs.items():
             for seed in seeds:
-                out[key].append(_cached(run, kwargs, seed, cache, key))
+                began = time.perf_counter()
+                result, loaded = _cached(run, kwargs, seed, cache, key, progress)
+                out[key].append(result)
+                done += 1
                 bar.update()
+                if progress:
+                    seconds = time.perf_counter() - began
+                    trained_seconds, trained = trained_seconds + (0 if loaded else seconds), trained + (not loaded)
+                    left = (total - done) * trained_seconds / max(trained, 1)
+                    how = "loaded from the cache" if loaded else f"done in {seconds / 60:.1f} min"
+                    print(f"{description}: run {done} of {total} {how}; about {left / 60:.0f} min left", flush=True)
     return out
 
 
-def _cached(run, kwargs, seed, cache, key) -> Run:
+def describe(value) -> object:
+    """``value`` as plain JSON data, for comparing the settings of a cached run with the ones asked for: dicts,
+    lists and numbers as they are, anything else (a loss function, a partial) by its ``repr`` without memory
+    addresses (``<function f at 0x7f..>`` -> ``<function f>``)."""
+    if isinstance(value, dict):
+        return {str(k): describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
+    if isinstance(value, (list, tuple)):
+        return [describe(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
+
+
+def _accepts(run, name: str) -> bool:
+    try:
+        return name in inspect.signature(run).parameters
+    except (TypeError, ValueError):
+        return False
+
+
+def _cached(run, kwargs, seed, cache, key, progress=False) -> tuple[Run, bool]:
+    """One run of :func:`grid`, and whether it was loaded from ``cache``."""
+    extra = {"progress": progress} if progress and _accepts(run, "progress") else {}
     if cache is None:
-        return run(**kwargs, seed=seed)
+        return run(**kwargs, **extra, seed=seed), False
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
     path = Path(cache) / f"{name}-seed{seed}.pt"
+    settings = describe({"run": run, "kwargs": kwargs, "seed": seed, "version": __version__})
     if path.exists():
         state = torch.load(path, weights_only=False)
-        train.record_training(name, 0, 0.0, cached=True)
-        return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
-                   train_embeddings=state.get("train_embeddings"), test_predictions=state.get("test_predictions"))
-    result = run(**kwargs, seed=seed)
+        if state.get("settings") == settings:
+            train.record_training(name, 0, 0.0, cached=True)
+            return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
+                       train_embeddings=state.get("train_embeddings"),
+                       test_predictions=state.get("test_predictions")), True
+        print(f"{path} was trained under other settings: training it again", file=sys.stderr, flush=True)
+    partial = path.with_name(path.stem + ".partial.pt")
+    if _accepts(run, "checkpoint"):
+        stale = partial.with_name(partial.name + ".settings")
+        if partial.exists() and (not stale.exists() or json.loads(stale.read_text()) != settings):
+            partial.unlink()  # a training in progress under other settings is not resumed
+        stale.parent.mkdir(parents=True, exist_ok=True)
+        stale.write_text(json.dumps(settings))
+        extra["checkpoint"] = partial
+    result = run(**kwargs, **extra, seed=seed)
     train.save_checkpoint(path, metrics=result.metrics, test_embeddings=result.test_embeddings,
                           history=result.history.records, train_embeddings=result.train_embeddings,
-                          test_predictions=result.test_predictions)
-    return result
+                          test_predictions=result.test_predictions, settings=settings)
+    for leftover in (partial, partial.with_name(partial.name + ".settings")):
+        leftover.unlink(missing_ok=True)
+    return result, False
 
 
 def table(results: dict, metric: str = "accuracy") -> dict:

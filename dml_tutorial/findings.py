@@ -10,8 +10,10 @@ paper claims, why the result reads as it does) are the chapter's, below, and hol
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from . import claims, plots, report
-from .chapters import chapters
+from .chapters import chapters, notebooks_folder
 
 #: What each paper claims, in one sentence (paraphrased; the papers' numbers are in the chapters, quoted).
 CLAIMED = {
@@ -117,7 +119,7 @@ def scale_frames(chapter: str, cfg: dict | None = None, session: dict | None = N
                  results=report.RESULTS) -> dict:
     """``{scale heading: claims.assess frame}`` for every scale with a recorded run of ``chapter``; the kernel's
     own run (``session``, recorded under ``cfg["profile"]``) replaces that profile's record."""
-    notebook = chapters()[chapter]
+    notebook = chapters().get(chapter)  # None where neither the notebook nor its record is here
     runs = [r for r in report.load_runs(results) if r["chapter"] == chapter]
     frames = report.scale_frames(chapter, notebook, runs)
     if session is not None and cfg is not None:
@@ -177,13 +179,21 @@ def figure(frames: dict, title: str = ""):
     return plots.gains_by_scale(frames, title)
 
 
+def missing(chapter: str, results=report.RESULTS) -> str:
+    """What a findings box says when no scale of ``chapter`` has a record: where it looked and how to get one."""
+    return (f"No claim of chapter {chapter!r} is recorded here: no record of its stored run among the chapters of "
+            f"`{notebooks_folder()}` and no run of it under `{Path(results) / chapter}`. The course's own records "
+            "come with the package (`pip install` of the repository); `dml-tutorial sweep "
+            f"data/sweeps/{chapter}-<profile>.yaml` in a clone of the repository records new runs.")
+
+
 def show(chapter: str, cfg: dict | None = None, session: dict | None = None, results=report.RESULTS):
     """Display the chapter's findings box; return its forest plot (``None`` when no scale has a recorded claim)."""
     from IPython.display import Markdown, display
 
     frames = scale_frames(chapter, cfg, session, results)
     if not frames:
-        display(Markdown(":::{admonition} Findings\nNo claim of this chapter is recorded yet.\n:::"))
+        display(Markdown(":::{admonition} Findings\n" + missing(chapter, results) + "\n:::"))
         return None
     display(Markdown(markdown(chapter, frames)))
     return figure(frames, f"{claims.NAMES[chapter]}: our gains, every test bed")

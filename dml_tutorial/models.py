@@ -2,6 +2,7 @@
 
 - :class:`MLP` for vectors (sub-clusters), :class:`ConvNet` for the offline images and signals (2-D for 8x8
   digits and MNIST, 1-D for MNIST-1D; the EPS paper's Appendix C MNIST net when ``width=(32, 64)``),
+- :class:`GlyphNet` for the glyph test bed's 32x32 characters (test bed II),
 - :class:`VGG9` for 32x32 images (DCDL paper, section 4: VGG-9 backbone, dropout 0.1, 64-d embedding),
 - :class:`BackboneEmbedder` for the fine-grained datasets: a torchvision ResNet-50/34 or GoogLeNet with its
   classifier replaced by the embedding layer.
@@ -59,6 +60,22 @@ class ConvNet(Embedder):
         pool_out = nn.AdaptiveAvgPool2d(2) if len(in_shape) == 3 else nn.AdaptiveAvgPool1d(4)
         layers += [pool(2), pool_out, nn.Flatten(), nn.Linear(c * 4, hidden), nn.ReLU()]
         super().__init__(nn.Sequential(*layers), hidden, dim, dropout, normalize)
+
+
+class GlyphNet(Embedder):
+    """The glyph test bed's small ConvNet (about 102k parameters at 32 px and 64-d): ``PixelUnshuffle(2)`` folds each
+    2x2 block of pixels into channels (1 x 32 x 32 -> 4 x 16 x 16), then per entry of ``width`` a 3x3 conv, batch
+    norm and ReLU, with 2x max-pooling after all but the last, global average pooling and the embedding layer."""
+
+    def __init__(self, in_shape, dim: int = 64, width=(32, 64, 128), dropout=0.0, normalize=True):
+        if len(in_shape) != 3 or in_shape[1] % 2 or in_shape[2] % 2:
+            raise ValueError(f"GlyphNet takes images (C, H, W) of even height and width, got {tuple(in_shape)}")
+        layers, c = [nn.PixelUnshuffle(2)], in_shape[0] * 4
+        for i, w in enumerate(width):
+            layers += [nn.Conv2d(c, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU(inplace=True)]
+            layers += [nn.MaxPool2d(2)] if i < len(width) - 1 else []
+            c = w
+        super().__init__(nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten()), c, dim, dropout, normalize)
 
 
 class VGG9(Embedder):
@@ -122,15 +139,17 @@ def from_settings(cfg: dict, in_shape, **changes) -> Embedder:
 
 
 def make_model(name: str, in_shape, dim: int, dropout: float = 0.0, **kwargs) -> Embedder:
-    """Build a model by the name a profile uses: ``mlp``, ``convnet``, ``vgg9``, or a backbone name."""
+    """Build a model by the name a profile uses: ``mlp``, ``convnet``, ``glyphnet``, ``vgg9``, or a backbone name."""
     import math
 
     if name == "mlp":
         return MLP(math.prod(in_shape), dim, dropout=dropout, **kwargs)
     if name == "convnet":
         return ConvNet(in_shape, dim, dropout=dropout, **kwargs)
+    if name == "glyphnet":
+        return GlyphNet(in_shape, dim, dropout=dropout, **kwargs)
     if name == "vgg9":
         return VGG9(dim, dropout, in_channels=in_shape[0], **kwargs)
     if name in BACKBONES:
         return BackboneEmbedder(name, dim, dropout=dropout, **kwargs)
-    raise ValueError(f"unknown model {name!r}; choose mlp, convnet, vgg9 or one of {sorted(BACKBONES)}")
+    raise ValueError(f"unknown model {name!r}; choose mlp, convnet, glyphnet, vgg9 or one of {sorted(BACKBONES)}")

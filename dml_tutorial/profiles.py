@@ -17,8 +17,13 @@
 from __future__ import annotations
 
 import copy
+import hashlib
+import json
+import os
 
 import torch
+
+from . import __version__
 
 PROFILE_NAMES = ("smoke", "fashion", "glyphs", "colab", "full")
 # GPU settings, for the chapters trained through experiment._train: ``data_on_device`` keeps in-memory datasets on
@@ -356,7 +361,25 @@ def settings(chapter: str, profile: str = "auto", changes: dict | None = None, *
     return cfg
 
 
-def default_cache(cfg: dict) -> str | None:
-    """Where a GPU profile's finished runs are kept (``runs/<chapter>-<dataset>``), so that a notebook re-executed
-    after a disconnect skips them; ``None`` (no cache) for the CPU profiles."""
-    return f"runs/{cfg['chapter']}-{cfg['dataset']}" if cfg["profile"] in ("colab", "full") else None
+def settings_hash(cfg: dict) -> str:
+    """Ten hex digits of the SHA-256 of the resolved settings and the package version: a changed ``SETTINGS``,
+    ``EPOCHS`` or profile, or a new release, names another cache folder."""
+    text = json.dumps({"settings": cfg, "version": __version__}, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:10]
+
+
+def default_cache(cfg: dict, runs: str | os.PathLike | None = None) -> str | None:
+    """Where a chapter's finished runs are kept: ``<runs>/<chapter>-<dataset>-<settings hash>``
+    (:func:`settings_hash`), so that a notebook re-executed after a disconnect skips them and a run trained under
+    other settings is never loaded as if new. ``runs`` (a notebook's ``RUNS`` parameter, e.g. a mounted Drive
+    folder) defaults to ``runs/`` in the GPU profiles (colab, full); the CPU profiles keep no cache unless
+    ``runs`` is given."""
+    if runs is None and cfg["profile"] not in ("colab", "full"):
+        return None
+    return f"{runs or 'runs'}/{cfg['chapter']}-{cfg['dataset']}-{settings_hash(cfg)}"
+
+
+def shows_progress(cfg: dict) -> bool:
+    """Whether a chapter's trainings show a per-epoch bar and a line after each run: in the GPU profiles (minutes
+    per run), not in the CPU ones (the smoke outputs that nbval compares stay quiet)."""
+    return cfg["profile"] in ("colab", "full")

@@ -23,13 +23,13 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, claims, plots, reference
-from .chapters import chapters, results_path
+from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .records import SESSION, merge_seeds
 
 ENV = "DML_TUTORIAL_RECORD"
-ROOT = Path(__file__).resolve().parent.parent
-RESULTS = ROOT / "data" / "results"
-PAGES = ROOT / "book" / "results"
+ROOT = REPOSITORY
+RESULTS = results_folder()  # the committed runs: the checkout's data/results, or the wheel's copy of it
+PAGES = ROOT / "book" / "results" if in_checkout() else Path("book") / "results"
 GROUP_KEYS = ("profile", "dataset", "model", "epochs")  # runs that agree on these are seeds of one experiment
 
 
@@ -238,10 +238,10 @@ SCALES = (("smoke (digits, MNIST-1D)", None), ("Fashion-MNIST", "fashion"), ("gl
 def scale_frames(chapter: str, notebook: Path, runs: list[dict]) -> dict:
     """``{profile: claims.assess(...) or None}`` for each scale of :data:`SCALES`: the one assessment of each of
     the chapter's claims at each scale, which every page and the chapter's findings read."""
-    record = results_path(notebook)
+    record = results_path(notebook) if notebook is not None else None
     out = {}
     for _, profile in SCALES:
-        group = ([json.loads(record.read_text())] if record.exists() else []) if profile is None else \
+        group = ([json.loads(record.read_text())] if record and record.exists() else []) if profile is None else \
             [r for r in runs if r["chapter"] == chapter and r.get("profile") == profile]
         out[profile or "smoke"] = claims.assess(chapter, group) if group else None
     return out
@@ -302,7 +302,9 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
     if not runs:
-        display(Markdown(f"**Not run yet.** `dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml` records it."))
+        display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{Path(results) / chapter}`. "
+                         f"`dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml`, in a clone of the repository, "
+                         "records it."))
         return None
     key, members = next(iter(group(runs).items()))  # one profile: one group
     text = _section(key, members)

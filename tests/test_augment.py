@@ -125,3 +125,31 @@ def test_amp_uses_float16_with_loss_scaling_where_bfloat16_is_not_native(images,
     assert all(np.isfinite(history["loss"]))
     scaler = torch.load(tmp_path / "fp16.pt", weights_only=False)["scaler"]
     assert scaler["scale"] > 0  # the GradScaler ran, and its state is checkpointed for resuming
+
+
+def test_a_smaller_crop_without_padding_is_a_window_of_the_image_and_every_offset_occurs():
+    """The fine-grained datasets' random 224 crop of 256-px images decoded once, on 6-px images cropped to 4:
+    each output equals the slice of its input at some offset (a loop over the 3 x 3 offsets finds it)."""
+    x = torch.arange(200 * 6 * 6, dtype=torch.float32).view(200, 1, 6, 6)
+    out = augment.random_crop_flip(x, padding=0, size=4, flip=False, generator=torch.Generator().manual_seed(0))
+    assert out.shape == (200, 1, 4, 4)
+    offsets = set()
+    for img, crop in zip(x, out):
+        hits = [(i, j) for i in range(3) for j in range(3) if torch.equal(img[:, i:i + 4, j:j + 4], crop)]
+        assert len(hits) == 1
+        offsets.add(hits[0])
+    assert len(offsets) == 9
+    with pytest.raises(ValueError, match="does not fit"):
+        augment.random_crop_flip(x, padding=0, size=7)
+
+
+def test_center_crop_and_normalize_match_torchvision():
+    from torchvision.transforms import CenterCrop, Normalize
+
+    x = torch.rand(3, 3, 9, 8)
+    assert torch.equal(augment.center_crop(x, 5), CenterCrop(5)(x))
+    mean, std = (0.4, 0.5, 0.6), (0.2, 0.3, 0.25)
+    assert torch.allclose(augment.normalize(x, mean, std), Normalize(mean, std)(x))
+    assert torch.allclose(augment.normalize(x), Normalize(augment.IMAGENET_MEAN, augment.IMAGENET_STD)(x))
+    with pytest.raises(ValueError, match="centre-crop"):
+        augment.center_crop(x, 10)

@@ -78,6 +78,67 @@ def test_grid_runs_every_seed_and_resumes_from_its_cache(tmp_path):
         experiment.grid(configs, [], _fake_run(calls))
 
 
+def test_a_cached_run_trained_under_other_settings_is_trained_again(tmp_path, capsys):
+    calls = []
+    experiment.grid({"row": {"value": 0.5}}, [0], _fake_run(calls), cache=tmp_path)
+    experiment.grid({"row": {"value": 0.5}}, [0], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 1  # same settings: loaded
+    changed = experiment.grid({"row": {"value": 0.75}}, [0], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 2 and changed["row"][0].metrics["accuracy"] == 0.75  # same row name, other settings
+    assert "trained under other settings" in capsys.readouterr().err
+
+    def run(value, seed, cfg):
+        calls.append(cfg)
+        return experiment.Run({"accuracy": cfg["lr"]}, torch.zeros(2, 2), train.History())
+
+    from functools import partial
+
+    for lr in (1e-3, 1e-4, 1e-4):  # the bound cfg (a notebook's run partial) counts too
+        out = experiment.grid({"row": {"value": 0.0}}, [0], partial(run, cfg={"lr": lr}), cache=tmp_path / "b")
+        assert out["row"][0].metrics["accuracy"] == lr
+    assert len(calls) == 4
+
+
+class _StopAfter:
+    """A loss that stops the process (as a disconnected runtime would) after ``steps`` steps; its repr is the
+    loss's, so that the resumed run has the same settings."""
+
+    def __init__(self, steps=None):
+        self.steps, self.calls, self.loss = steps, 0, dcdl.dcdl_loss("trip", None)
+
+    def __call__(self, z, y):
+        self.calls += 1
+        if self.steps is not None:
+            self.steps -= 1
+            if self.steps < 0:
+                raise KeyboardInterrupt("runtime disconnected")
+        return self.loss(z, y)
+
+    def __repr__(self):
+        return "triplet"
+
+
+def test_a_run_stopped_mid_way_resumes_from_its_last_epoch_and_equals_an_uninterrupted_one(splits, tmp_path):
+    cfg = {**CFG, "epochs": 4, "batches_per_epoch": 3}
+
+    def run(loss_fn, seed, checkpoint=None):
+        return experiment.train_and_retrieve(splits, loss_fn, cfg, p=4, k=4, seed=seed, checkpoint=checkpoint)
+
+    whole = experiment.grid({"row": {"loss_fn": _StopAfter()}}, [1], run, cache=tmp_path / "whole")["row"][0]
+    with pytest.raises(KeyboardInterrupt):  # stopped in the third epoch: two epochs are in the checkpoint
+        experiment.grid({"row": {"loss_fn": _StopAfter(7)}}, [1], run, cache=tmp_path / "cut")
+    partial = tmp_path / "cut" / "row-seed1.partial.pt"
+    assert torch.load(partial, weights_only=False)["epoch"] == 2
+    loss = _StopAfter()
+    resumed = experiment.grid({"row": {"loss_fn": loss}}, [1], run, cache=tmp_path / "cut")["row"][0]
+    assert loss.calls == 2 * 3  # the last two epochs of three batches: resumed, not restarted
+    assert not partial.exists()  # done: only the finished run is kept
+    assert [r["epoch"] for r in resumed.history.records] == [1, 2, 3, 4]
+    assert resumed.metrics["R@1"] == whole.metrics["R@1"]
+    assert torch.equal(resumed.test_embeddings, whole.test_embeddings)
+    assert [r["loss"] for r in resumed.history.records] == [r["loss"] for r in whole.history.records]
+
+
 def test_paired_difference_is_a_paired_t_test():
     def runs(values):
         return [experiment.Run({"accuracy": v}, None, None) for v in values]

@@ -101,7 +101,7 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
     monkeypatch.setenv(chapters.FOLDER_ENV, str(tmp_path / "notebooks"))
     out = tmp_path / "out"
     code = cli.main(["run", chapter, "--profile", "full", "-p", "DATASET", dataset, "-p", "DEVICE", "cpu",
-                     "-p", "SETTINGS", repr(tiny), "-p", "CACHE", str(tmp_path / "cache"), "--output", str(out)])
+                     "-p", "SETTINGS", repr(tiny), "-p", "RUNS", str(tmp_path / "runs"), "--output", str(out)])
     assert code == 0
     run = json.loads((out / f"{notebook}.results.json").read_text())
     assert run["profile"] == "full" and run["settings"]["model"] == backbone and run["settings"]["dataset"] == dataset
@@ -147,7 +147,7 @@ def test_colab_profile_runs_end_to_end_and_its_plan_counts_its_trainings(chapter
     monkeypatch.setenv(chapters.FOLDER_ENV, str(tmp_path / "notebooks"))
     out = tmp_path / "out"
     code = cli.main(["run", chapter, "--profile", "colab", "-p", "DEVICE", "cpu", "-p", "SETTINGS", repr(tiny),
-                     "-p", "CACHE", str(tmp_path / "cache"), "--output", str(out)])
+                     "-p", "RUNS", str(tmp_path / "runs"), "--output", str(out)])
     assert code == 0
     run = json.loads((out / f"{notebook}.results.json").read_text())
     assert run["profile"] == "colab" and run["settings"]["dataset"] == "cub200"

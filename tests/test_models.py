@@ -59,3 +59,17 @@ def test_make_model_names():
     assert isinstance(models.make_model("convnet", (1, 8, 8), 8), models.ConvNet)
     with pytest.raises(ValueError, match="unknown model"):
         models.make_model("transformer", (1, 8, 8), 8)
+
+
+def test_glyphnet_is_the_test_beds_small_convnet():
+    """PixelUnshuffle(2) to 4 x 16 x 16, conv3x3-BN-ReLU blocks of 32/64/128 (no conv bias: batch norm follows),
+    max-pooling after the first two, global average pooling, linear to 64: its parameters counted layer by layer."""
+    model = models.make_model("glyphnet", (1, 32, 32), 64)
+    convs = 4 * 32 * 9 + 32 * 64 * 9 + 64 * 128 * 9
+    norms = 2 * (32 + 64 + 128)
+    assert sum(p.numel() for p in model.parameters()) == convs + norms + 128 * 64 + 64
+    z = model(torch.rand(7, 1, 32, 32))
+    assert z.shape == (7, 64) and torch.allclose(z.norm(dim=1), torch.ones(7))
+    assert model.trunk[0].__class__.__name__ == "PixelUnshuffle"
+    with pytest.raises(ValueError, match="even height"):
+        models.make_model("glyphnet", (1, 31, 32), 64)

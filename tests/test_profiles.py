@@ -67,8 +67,9 @@ def test_colab_profiles_run_the_papers_data_with_one_seed_and_keep_their_runs(ch
     assert cfg["model"] == full["model"] and cfg["epochs"] < full["epochs"]
     assert cfg["n_seeds"] == (full["n_seeds"] if chapter == "foundations" else 1)  # foundations: 3 quick seeds
     assert cfg["dataset"] in ("mnist", "cifar10", "cub200")  # downloads itself, with checksums (CUB: 1.2 GB)
-    assert profiles.default_cache(cfg) == f"runs/{chapter}-{cfg['dataset']}"
+    assert profiles.default_cache(cfg) == f"runs/{chapter}-{cfg['dataset']}-{profiles.settings_hash(cfg)}"
     assert profiles.default_cache(profiles.settings(chapter, "smoke")) is None
+    assert profiles.default_cache(profiles.settings(chapter, "smoke"), "/drive/runs").startswith("/drive/runs/")
     if full.get("workers"):  # images decoded from disk: Colab has two CPUs
         assert cfg["workers"] == 2
 
@@ -126,3 +127,16 @@ def test_glyph_profiles_take_the_benchs_validated_settings():
 
     assert {t: float(v) for t, v in claims.DCDL_VALIDATED.items()} == {"W": chosen["Triplet + L^W, sinkhorn"],
                                                                      "L": chosen["Triplet + L^L, mmd"]}
+
+
+def test_the_cache_folder_changes_with_every_setting_and_the_version(monkeypatch):
+    """A changed SETTINGS or EPOCHS, a switch from colab to full, or a new release names another folder, so that
+    no run trained under other settings is reloaded as if new."""
+    colab = profiles.settings("ecaml", "colab")
+    folders = {profiles.default_cache(c) for c in (
+        colab, profiles.settings("ecaml", "full", dataset="cub200"), profiles.settings("ecaml", "colab", epochs=3),
+        profiles.settings("ecaml", "colab", {"batches_per_epoch": 10}))}
+    assert len(folders) == 4 and all(f.startswith("runs/ecaml-cub200-") for f in folders)
+    assert profiles.default_cache(profiles.settings("ecaml", "colab")) == profiles.default_cache(colab)
+    monkeypatch.setattr(profiles, "__version__", "9.9.9")
+    assert profiles.default_cache(colab) not in folders

@@ -39,6 +39,7 @@ from .core import (
     split_by_sample,
     stack,
 )
+from .decoded import decode_once
 from .fashion import DEBIAN_FASHION_MNIST, FASHION_MNIST_SEEN, FASHION_MNIST_SHA256, fashion_mnist
 from .from_torchvision import (
     CIFAR10_CLASSES,
@@ -86,6 +87,7 @@ __all__ = [
     "cifar100",
     "cifar100_coarse_labels",
     "cub200",
+    "decode_once",
     "digits",
     "fashion_mnist",
     "flowers102",
