@@ -49,9 +49,6 @@ def results_folder() -> Path:
     return packaged("results") or REPOSITORY / "data" / "results"
 
 
-NOTEBOOKS = notebooks_folder()
-
-
 def chapters(folder: Path | None = None) -> dict[str, Path]:
     """``{name: path}`` of the chapter notebooks, e.g. ``foundations`` for ``01_foundations.ipynb``. A chapter
     whose notebook is absent but whose record is there (the wheel ships records, not notebooks) is listed under
