@@ -119,7 +119,10 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
                                "EC's share of the pull at the embedding layer"}
         assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == 84.5
         assert run["settings"]["amp"] and run["settings"]["channels_last"]
-        assert any(p.suffix == ".pt" for p in (tmp_path / "cache").rglob("*"))  # the resumable cache
+        kept = [p for p in (tmp_path / "runs").rglob("*.pt")]  # the resumable cache, under RUNS
+        assert kept and all(p.relative_to(tmp_path / "runs").parts[0].startswith("ecaml-cars196-") for p in kept)
+        assert all(torch.load(p, weights_only=False)["settings"]["version"] for p in kept)  # checked when loaded
+        assert not [p for p in kept if p.name.endswith(".partial.pt")]  # every run finished: no training in progress
 
 
 
