@@ -296,9 +296,10 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
                 if progress:
                     seconds = time.perf_counter() - began
                     trained_seconds, trained = trained_seconds + (0 if loaded else seconds), trained + (not loaded)
-                    left = (total - done) * trained_seconds / max(trained, 1)
+                    left = (f"about {(total - done) * trained_seconds / trained / 60:.0f} min left" if trained
+                            else "the time left shows after the first trained run")
                     how = "loaded from the cache" if loaded else f"done in {seconds / 60:.1f} min"
-                    print(f"{description}: run {done} of {total} {how}; about {left / 60:.0f} min left", flush=True)
+                    print(f"{description}: run {done} of {total} {how}; {left}", flush=True)
     return out
 
 

@@ -99,6 +99,23 @@ def test_a_cached_run_trained_under_other_settings_is_trained_again(tmp_path, ca
     assert len(calls) == 4
 
 
+def test_progress_prints_a_line_per_run_and_passes_progress_to_runs_that_take_it(tmp_path, capsys):
+    seen = []
+
+    def run(value, seed, progress=False):
+        seen.append(progress)
+        return experiment.Run({"accuracy": value}, torch.zeros(1, 1), train.History())
+
+    experiment.grid({"a": {"value": 1.0}}, [0], run, "Table 1", cache=tmp_path, progress=True)
+    experiment.grid({"a": {"value": 1.0}, "b": {"value": 2.0}}, [0], run, "Table 1", cache=tmp_path, progress=True)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("Table 1: run 1 of 1 done in ") and lines[0].endswith("about 0 min left")
+    assert lines[1] == "Table 1: run 1 of 2 loaded from the cache; the time left shows after the first trained run"
+    assert lines[2].startswith("Table 1: run 2 of 2 done in ") and seen == [True, True]
+    experiment.grid({"c": {"value": 3.0}}, [0], run, "quiet")  # the CPU profiles: no lines, progress not passed
+    assert capsys.readouterr().out == "" and seen == [True, True, False]
+
+
 class _StopAfter:
     """A loss that stops the process (as a disconnected runtime would) after ``steps`` steps; its repr is the
     loss's, so that the resumed run has the same settings."""
