@@ -104,3 +104,27 @@ def test_every_paper_chapter_has_one_findings_box_that_the_verdict_table_links_t
     shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in box["outputs"])
     assert shown.startswith(":::{admonition} Findings"), "the stored chapter has no executed findings box"
     assert f"<{chapter}-findings>`" in (report.PAGES / "verdicts.md").read_text()
+
+
+def test_a_chapter_with_no_record_anywhere_says_where_it_looked_instead_of_raising(tmp_path, monkeypatch):
+    """Colab's case before the wheel carried the records: no notebook, no record, no run. The box says what is
+    missing and how to get it; the real-data section says "Not run yet" with its folder."""
+    import IPython.display
+
+    displayed = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: displayed.append(obj.data))
+    monkeypatch.setenv("DML_TUTORIAL_NOTEBOOKS", str(tmp_path / "empty"))
+    (tmp_path / "empty").mkdir()
+    assert findings.scale_frames("ecaml", results=tmp_path / "results") == {}
+    assert findings.show("ecaml", results=tmp_path / "results") is None
+    assert report.show("ecaml", "glyphs", results=tmp_path / "results") is None
+    shown = "\n".join(displayed)
+    assert "No claim of chapter 'ecaml' is recorded here" in shown and str(tmp_path / "empty") in shown
+    assert "Not run yet" in shown and str(tmp_path / "results" / "ecaml") in shown
+
+
+def test_a_record_without_its_notebook_is_a_chapter(tmp_path, monkeypatch):
+    """What an installed wheel holds: the chapters' records, not their notebooks."""
+    (tmp_path / "06_ecaml.results.json").write_text("{}")
+    (tmp_path / "01_toy.ipynb").write_text("{}")
+    assert chapters(tmp_path) == {"toy": tmp_path / "01_toy.ipynb", "ecaml": tmp_path / "06_ecaml.ipynb"}
