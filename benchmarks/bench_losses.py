@@ -81,11 +81,11 @@ def loop_margin(z, y, alpha=0.2, beta=1.2):
 
 
 def loop_binomial(z, y, alpha=2.0, beta=0.5, eta_neg=25.0):
-    u, vals = torch.nn.functional.normalize(z, dim=1), []
+    u, pull, push = torch.nn.functional.normalize(z, dim=1), [], []  # positive and negative pairs averaged apart
     for a, ps, ns in _anchors(y):
-        vals += [torch.nn.functional.softplus(-alpha * (u[ps] @ u[a] - beta)),
-                 torch.nn.functional.softplus(alpha * (u[ns] @ u[a] - beta) * eta_neg)]
-    return torch.cat(vals).mean()
+        pull.append(torch.nn.functional.softplus(-alpha * (u[ps] @ u[a] - beta)))
+        push.append(torch.nn.functional.softplus(alpha * (u[ns] @ u[a] - beta) * eta_neg))
+    return torch.cat(pull).mean() + torch.cat(push).mean()
 
 
 def loop_multi_similarity(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1):

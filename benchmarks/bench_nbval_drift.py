@@ -10,8 +10,11 @@
 - the tolerance the rule allows (``max(FLOOR, Z * s * sqrt(2 / n))``), and the **80%-power change**: the smallest
   shift of a cell's true mean that the check flags four times in five, if a re-run's mean scatters as a fresh draw
   of ``n`` seeds (``N(shift, s^2 * 2 / n)``);
+- the same for each **claim**'s paired difference (the number a verdict reads), and how many claims the check
+  catches four times in five when their gain moves by 5 points;
 - the Z a derivation gives: under the same model, the Bonferroni bound that keeps the whole suite's chance of a
-  false alarm at 1% over all the cells checked, set beside the largest z measured.
+  false alarm at 1% over all the cells and claims checked, set beside the largest z measured.
+  ``dml_tutorial.reference.Z`` is this Z rounded up to a tenth (``tests/test_reference.py`` checks it).
 
     python benchmarks/bench_nbval_drift.py [_build/nbval-drift.jsonl] [--out benchmarks/results/nbval_drift.json]
 
@@ -71,11 +74,14 @@ def summarise(rows: list[dict], suite_alarm: float = 0.01) -> dict:
         r["power80"] = power_change(r["allowed"], r["se"]) if r["n"] >= 2 else r["allowed"]
         by[r["chapter"]].append(r)
     seeded = [r for r in rows if r["n"] >= 2 and np.isfinite(r["z"])]
+    claims = [r for r in rows if "claim" in r]
     z_derived = float(stats.norm.isf(suite_alarm / 2 / max(1, len(seeded))))
     report = {"cells": len(rows), "cells with seeds": len(seeded), "rule": {"Z": reference.Z,
               "floor (points)": 100 * reference.FLOOR}, "suite false-alarm rate": suite_alarm,
               "derived Z": z_derived, "largest z": float(max((r["z"] for r in seeded), default=float("nan"))),
               "share of |z| > 1.96": float(np.mean([r["z"] > 1.96 for r in seeded])) if seeded else float("nan"),
+              "claims": len(claims),
+              "claims whose 5-point change is caught 4 times in 5": int(sum(r["power80"] <= 5 for r in claims)),
               "chapters": {}}
     for chapter, rs in sorted(by.items()):
         zs = [r["z"] for r in rs if r["n"] >= 2 and np.isfinite(r["z"])]
@@ -86,7 +92,9 @@ def summarise(rows: list[dict], suite_alarm: float = 0.01) -> dict:
             "median allowed (points)": float(np.median([r["allowed"] for r in rs])),
             "median 80%-power change (points)": float(np.median([r["power80"] for r in rs])),
             "cells at the floor": int(sum(r["allowed"] <= 100 * reference.FLOOR + 1e-9 for r in rs)),
-            "failed": int(sum(r["d"] > r["allowed"] + 1e-9 for r in rs))}
+            "failed": int(sum(r["d"] > r["allowed"] + 1e-9 for r in rs)),
+            "claims": {r["claim"]: {"drift (points)": r["d"], "allowed (points)": r["allowed"],
+                                    "80%-power change (points)": r["power80"]} for r in rs if "claim" in r}}
     return report
 
 
@@ -111,7 +119,9 @@ def main(argv=None) -> dict:
         print(f"{chapter:18s} {c['cells']:5d} {c['largest drift (points)']:9.2f} {c['largest z']:6.2f} "
               f"{c['median allowed (points)']:8.2f} {c['median 80%-power change (points)']:9.2f} "
               f"{c['cells at the floor']:5d} {c['failed']:6d}")
-    print(f"(points of a metric in %; allowed and 80% power: medians over the chapter's cells) -> {args.out}")
+    print("(points of a metric in %; allowed and 80% power: medians over the chapter's cells and claims)")
+    print(f"claims checked: {report['claims']}; a 5-point change of the gain is caught four times in five for "
+          f"{report['claims whose 5-point change is caught 4 times in 5']} of them -> {args.out}")
     return report
 
 

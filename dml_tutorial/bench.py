@@ -12,9 +12,9 @@ of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutoria
 sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
 the paper's own setting among them. Each loss keeps the reduction of its definition (:mod:`dml_tutorial.losses`:
 the triplet loss the mean over its sampled triplets, zeros included; the margin loss the mean over its non-zero
-terms; multi-similarity a mean over anchors, N-pair over anchor/positive pairs, binomial over ordered pairs),
-each added term its own (:mod:`dml_tutorial.objective`). Every method is measured by :func:`scores`, on the same
-test embeddings.
+terms; multi-similarity a mean over anchors, N-pair over anchor/positive pairs, binomial a mean over positive
+pairs plus one over negative pairs), each added term its own (:mod:`dml_tutorial.objective`). Every method is
+measured by :func:`scores`, on the same test embeddings.
 """
 
 from __future__ import annotations

@@ -10,9 +10,11 @@ of interest** in points on our test beds, with its reason, and never another dat
 this form on 2026-11-25, after the smoke and Fashion-MNIST runs had been seen and before any run on the glyph
 test bed. :func:`assess` reads the tables from run files (a chapter's record ``notebooks/<name>.results.json``, the
 sweeps' ``data/results/<chapter>/*.json``) or from the tables a notebook's kernel recorded
-(:func:`dml_tutorial.records.session_run`), pairs the rows seed by seed, checks the test bed's gate, and gives the
-verdict from the Bonferroni-adjusted interval over the chapter's assessed claims, with Benjamini-Hochberg q-values
-beside it.
+(:func:`dml_tutorial.records.session_run`), pairs the rows seed by seed, checks the one gate rule
+(:func:`dml_tutorial.evidence.gate`, on the claim's control: its clean-label column for a claim about noise), and
+gives the verdict from the Bonferroni-adjusted interval over the chapter's assessed claims; a smoke run gets its
+numbers and no word. Each decisive word's p-value (:func:`dml_tutorial.evidence.word_p`) lets the verdict table
+adjust the whole book's decisive words as one family too (Holm; :func:`book_family`).
 
     rows = claims.assess("ecaml", report.load_runs()["ecaml"])  # one row per claim, as a DataFrame
 """
@@ -23,7 +25,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy import stats
 
 from . import evidence
 from .experiment import REFERENCES  # the reference rows every main table carries
@@ -75,15 +76,18 @@ DCDL_VALIDATED = {"W": "0.1", "L": "0.05"}
 def _dcdl() -> list[Claim]:
     table = "Tables 1/4: local losses with and without the discrepancy term"
     why = "1 point of linear-probe accuracy: one test image in a hundred changes class"
-    at_paper = [Claim(f"+ L^{term} beats L_Trip ({column})", table, "L_Trip", f"L_Trip + L^{term}", column, 1.0, why)
+    clean = (table, "L_Trip", "clean")  # a claim under noise is gated on its clean control
+    at_paper = [Claim(f"+ L^{term} beats L_Trip ({column})", table, "L_Trip", f"L_Trip + L^{term}", column, 1.0, why,
+                      gate=None if column == "clean" else clean)
                 for term in ("W", "L") for column in ("clean", "sym 0.3", "asym 0.2")]
     validated = [Claim(f"+ L^{term} at lambda = {lam} beats L_Trip (clean)", "Table 3: the weight lambda",
                        f"L_Trip + L^{term}", f"L_Trip + L^{term}", lam, 1.0, why, base_column="0.0",
-                       gate=(table, "L_Trip", "clean")) for term, lam in DCDL_VALIDATED.items()]
+                       gate=clean) for term, lam in DCDL_VALIDATED.items()]
     # L^W as GeomLoss's defaults compute it (annealed, not converged at epsilon): our reading of what the paper ran,
     # so the paper's L^W numbers are its; on the test beds that run it (the glyphs: clean and symmetric noise)
     geomloss = [Claim(f"+ L^W as GeomLoss computes it beats L_Trip ({column})", table, "L_Trip",
-                      "L_Trip + L^W-GeomLoss", column, 1.0, why, paper_row="L_Trip + L^W")
+                      "L_Trip + L^W-GeomLoss", column, 1.0, why, paper_row="L_Trip + L^W",
+                      gate=None if column == "clean" else clean)
                 for column in ("clean", "sym 0.3")]
     return at_paper + validated + geomloss
 
@@ -177,12 +181,15 @@ def _values(measured: dict, claim: Claim):
     return base, row
 
 
-def _gate(measured: dict, claim: Claim, tables: dict | None = None) -> tuple[bool, str]:
+def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) -> tuple[bool, str]:
+    """The one gate rule (:func:`dml_tutorial.evidence.gate`) for ``claim``, on its control: the base row at the
+    claim's column, or at its ``control`` column (an interaction: does training help without the cause?), or the
+    row and column its ``gate`` names; at the chapter's adjusted ``confidence``."""
     if not claim.gated:
         return True, "not gated: " + claim.why
-    column = claim.control or claim.column  # an interaction: does training help without the cause?
+    column = claim.control or claim.column
     base = claim.base
-    if claim.gate is not None:  # the baseline as another table of the same run records it, with reference rows
+    if claim.gate is not None:  # the control as another table or column of the same run records it
         table, base, column = claim.gate
         measured = (tables or {}).get(table, ({},))[0]
         if column not in measured.get(base, {}):
@@ -190,21 +197,41 @@ def _gate(measured: dict, claim: Claim, tables: dict | None = None) -> tuple[boo
     refs = {r: measured[r][column] for r in REFERENCES if column in measured.get(r, {})}
     if len(refs) < len(REFERENCES):
         return False, "the table has no raw-input and untrained-network rows to gate on"
-    passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100)
+    passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100, confidence)
     return passes, (f"{reason} ({column})" if column != claim.column else reason)
 
 
+def _below_raw(measured: dict, claim: Claim) -> bool:
+    """Whether every row the claim compares lies below the raw input at the claim's column (mean over seeds): a
+    cell to read with care, since neither arm learned more than the input holds."""
+    raw = measured.get(REFERENCES[0], {}).get(claim.column)
+    compared = [measured[r][c] for r, c in ((claim.base, claim.base_column or claim.column), (claim.row, claim.column))
+                if c in measured.get(r, {})]
+    return raw is not None and len(compared) == 2 and all(np.mean(v) < np.mean(raw) for v in compared)
+
+
 COLUMNS = ["claim", "ours", "low", "high", "confidence", "p", "seeds", "mde", "smallest effect", "paper",
-           "paper relative", "verdict", "reason", "gate", "q (BH)"]
+           "paper relative", "verdict", "reason", "gate", "below raw", "p (word)"]
 
 
-def assess(chapter: str, runs: list[dict]) -> pd.DataFrame:
+def _profile(runs: list[dict]) -> str | None:
+    """The profile the runs were recorded under; a pipeline-check profile wins where runs mix them."""
+    profiles = {r.get("profile") for r in runs}
+    checks = profiles & set(evidence.PIPELINE_PROFILES)
+    return next(iter(checks)) if checks else (profiles.pop() if len(profiles) == 1 else None)
+
+
+def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.DataFrame:
     """One row per claim of ``chapter`` that ``runs`` recorded: our gain (mean, interval at the family-adjusted
-    confidence, p, seeds, minimum detectable effect, all in points), the claim's smallest effect of interest, the
-    paper's gain (points, and relative to its baseline), the verdict and its reason, the gate's reason, and the
-    Benjamini-Hochberg adjusted p-value over the chapter's claims. The family is the claims assessed here (one
-    chapter at one scale). Claims whose table or rows the runs lack are left out (an empty frame when none is)."""
+    confidence, p, seeds, minimum detectable effect at that level, all in points), the claim's smallest effect of
+    interest, the paper's gain (points, and relative to its baseline), the verdict and its reason, the gate's
+    reason, whether every compared row lies below the raw input, and the p-value of the word's decision
+    (:func:`dml_tutorial.evidence.word_p`; ``nan`` where no test was made). The family is the claims assessed
+    here (one chapter at one scale). ``profile``: the runs' profile where they do not carry it (a kernel's own
+    run); a pipeline-check profile gets no words. Claims whose table or rows the runs lack are left out (an empty
+    frame when none is)."""
     tables = merge_seeds(runs)
+    profile = profile or _profile(runs)
     found = [(c, tables[c.table]) for c in CLAIMS.get(chapter, []) if c.table in tables]
     found = [(c, measured, paper, v) for c, (measured, paper) in found if (v := _values(measured, c)) is not None]
     confidence = evidence.adjusted_confidence(max(1, len(found)))
@@ -212,21 +239,34 @@ def assess(chapter: str, runs: list[dict]) -> pd.DataFrame:
     for claim, measured, paper, (base, row) in found:
         diff = evidence.paired(base, row, confidence)
         gain, relative = paper_gain(paper, claim)
-        testable = _gate(measured, claim, tables)
+        testable = _gate(measured, claim, tables, confidence)
         base_mean = float(np.mean(measured[claim.base][claim.base_column or claim.column]))
-        word, reason = evidence.verdict(diff, claim.smallest_effect / 100, paper_relative=relative,
-                                        base_mean=base_mean, testable=testable)
+        effect = claim.smallest_effect / 100
+        word, reason = evidence.verdict(diff, effect, paper_relative=relative, base_mean=base_mean,
+                                        testable=testable, decided=evidence.decides(profile, diff["n"]))
         rows.append({"claim": claim.text, "ours": 100 * diff["mean"], "low": 100 * diff["ci"][0],
                      "high": 100 * diff["ci"][1], "confidence": confidence, "p": diff["p"], "seeds": diff["n"],
                      "mde": 100 * diff["mde"], "smallest effect": claim.smallest_effect,
                      "paper": None if gain is None else 100 * gain, "paper relative": relative, "verdict": word,
-                     "reason": reason, "gate": testable[1]})
-    frame = pd.DataFrame(rows, columns=COLUMNS[:-1])
-    ps = frame["p"].to_numpy(dtype=float)
-    frame["q (BH)"] = np.nan
-    if np.isfinite(ps).any():
-        frame.loc[np.isfinite(ps), "q (BH)"] = stats.false_discovery_control(ps[np.isfinite(ps)])
-    return frame
+                     "reason": reason, "gate": testable[1], "below raw": _below_raw(measured, claim),
+                     "p (word)": evidence.word_p(diff, word, effect)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+#: The words that decide something.
+DECISIVE = ("supported", "contradicted", "no effect detected")
+
+
+def book_family(frames: dict, alpha: float = 0.05) -> dict:
+    """Holm's correction over every test the verdict table made (``frames``: ``{(chapter, scale): assess
+    frame}``): each cell whose word came from its interval (the first four words, so neither a smoke run nor a
+    failed gate), a family fixed by what was tested, not by what came out. Returns ``{(chapter, scale, claim):
+    survives}`` for the cells whose word is in :data:`DECISIVE`, where ``survives`` says whether the word's
+    p-value (:func:`dml_tutorial.evidence.word_p`) stays at or below ``alpha`` after adjusting over the family."""
+    cells = [((chapter, scale, r["claim"]), r["verdict"], r["p (word)"]) for (chapter, scale), f in frames.items()
+             if f is not None for r in f.to_dict("records") if r["verdict"] in evidence.WORDS[:4]]
+    adjusted = evidence.holm([p for *_, p in cells])
+    return {key: bool(q <= alpha) for (key, word, _), q in zip(cells, adjusted) if word in DECISIVE}
 
 
 def above_references(runs: list[dict], chapter: str) -> pd.DataFrame:
@@ -250,24 +290,29 @@ def above_references(runs: list[dict], chapter: str) -> pd.DataFrame:
     return pd.DataFrame(out, columns=["table", "column", "best trained row", "best trained", *REFERENCES])
 
 
-def verdict_text(r: dict) -> str:
-    """``"supported, smaller than reported"`` or the bare word, for one row of :func:`assess`."""
+#: What a cell adds where every compared row lies below the raw input.
+BELOW_RAW = "; every compared row lies below the raw input"
+
+
+def verdict_text(r: dict, marks: str = "") -> str:
+    """``"supported, smaller than reported"`` or the bare word, for one row of :func:`assess`, then ``marks`` and
+    its registration where it is post hoc (``", post hoc after e0f87c4"``, :mod:`dml_tutorial.registry`)."""
     smaller = r["verdict"] == "supported" and str(r["reason"]).startswith(evidence.SMALLER)
-    return f"{r['verdict']}, {evidence.SMALLER}" if smaller else r["verdict"]
+    word = f"{r['verdict']}, {evidence.SMALLER}" if smaller else r["verdict"]
+    return f"{word}{marks}{r.get('registration') or ''}"
 
 
 def markdown(frame: pd.DataFrame) -> str:
     """The verdict table as Markdown: claim, our gain with its adjusted interval, the smallest effect of interest,
     the paper's gain, the verdict, q and the reason."""
-    lines = ["| claim | ours (points, adjusted CI) | smallest effect | paper (points) | verdict | q (BH) | why |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| claim | ours (points, adjusted CI) | smallest effect | paper (points) | verdict | why |",
+             "|---|---|---|---|---|---|"]
     for r in frame.to_dict("records"):
         paper = "direction only" if r["paper"] is None or pd.isna(r["paper"]) else f"{r['paper']:+.1f}"
-        q = "" if pd.isna(r["q (BH)"]) else f"{r['q (BH)']:.2f}"
         ours = (f"{r['ours']:+.1f} ({r['low']:+.1f} to {r['high']:+.1f}, {100 * r['confidence']:.1f}%, "
                 f"{r['seeds']} seeds)")
         lines.append(f"| {label_tex(r['claim'])} | {ours} | {r['smallest effect']:g} | {paper} | "
-                     f"**{verdict_text(r)}** | {q} | {r['reason']} |")
+                     f"**{verdict_text(r)}** | {r['reason']}{BELOW_RAW if r['below raw'] else ''} |")
     return "\n".join(lines)
 
 
@@ -283,5 +328,5 @@ def conclusions(chapter: str, runs: list[dict]) -> str:
         lines.append(f"- {label_tex(r['claim'])}: **{verdict_text(r)}**, {r['ours']:+.1f} points "
                      f"({100 * r['confidence']:.1f}% CI {r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds"
                      f"{paper}; smallest effect of interest {r['smallest effect']:g}). {r['reason'][:1].upper()}"
-                     f"{r['reason'][1:]}.")
+                     f"{r['reason'][1:]}{BELOW_RAW if r['below raw'] else ''}.")
     return "\n".join(lines)

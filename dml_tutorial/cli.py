@@ -283,8 +283,23 @@ def _sweep_slurm(args, parser, chapter: str, points: list) -> int:
 
 
 def _report(args, parser) -> int:
-    from . import report
+    """The registry and what git says of each run first (a checkout only), then the pages that read them."""
+    from . import registry, report
 
+    if in_checkout():
+        if Path(args.results).resolve() == report.RESULTS.resolve():  # the course's own runs: its registry too
+            print(f"wrote {registry.write()}")
+        if registry._git(registry.REPOSITORY, "status", "--porcelain", "--", str(registry.REGISTRY)).stdout.strip():
+            print(f"note: {registry.REGISTRY} has changes that are not committed: every claim they touch is post hoc "
+                  "for every run; commit it, then run `dml-tutorial report` again")
+        path = registry.write_status(report.load_runs(args.results), path=args.results / registry.STATUS.name)
+        print(f"wrote {path}")
+        late = [key for key, e in registry.stored(path)["runs"].items() if e["post hoc"]]
+        if late:
+            print(f"post hoc: {len(late)} claim x profile cells were decided by runs made before their definition "
+                  f"was committed (listed in {report.PAGES / 'registry.md'})")
+    else:
+        print("not a clone of the repository: the claims' registration is read as stored, not checked with git")
     for page in report.write_report(args.results, args.pages):
         print(f"wrote {page}")
     return 0

@@ -1,20 +1,28 @@
 """What a comparison shows: paired differences over seeds with confidence intervals adjusted for the chapter's
-family of comparisons, the smallest effect the seeds could detect, and one verdict vocabulary for the whole book.
+family of comparisons, the smallest effect the seeds could detect at that level, and one verdict vocabulary for the
+whole book.
 
 A seed fixes the initialisation, the batches and the label noise, so two methods run with the same seeds are
 compared seed by seed (a paired t-test on the per-seed differences). Our runs are a replication in a proxy setting
 (our data and backbone, not the paper's), so a verdict says what our test bed shows about the paper's claim, in
 five words (:data:`WORDS`), from the claim's interval *adjusted* for the m comparisons of its chapter at one scale
-(Bonferroni: each interval at confidence 1 - 0.05 / m, so that all m hold together with 95% probability):
+(Bonferroni: each interval at confidence 1 - 0.05 / m, so that all m hold together with 95% probability). With
+delta the claim's smallest effect of interest (stated in points on the test bed, with its reason, in
+:mod:`dml_tutorial.claims`):
 
 - **supported**: the adjusted interval lies above 0; "smaller than reported" is added when its upper end, relative
   to our baseline, also lies below the paper's relative gain (paper gain / paper baseline);
 - **contradicted**: the adjusted interval lies below 0;
-- **no effect detected**: the interval holds 0 and lies below the claim's smallest effect of interest (stated in
-  points on the test bed, with its reason, in :mod:`dml_tutorial.claims`);
-- **inconclusive**: the interval holds 0 and that smallest effect (or there is only one seed);
-- **not testable here**: the test bed's gate fails (:func:`gate`): the claim's baseline trained row does not beat
-  the raw input and the untrained network, or leaves no headroom for the smallest effect of interest.
+- **no effect detected**: the whole adjusted interval lies within -delta and +delta (two-sided: neither a gain nor
+  a harm of the size that matters);
+- **inconclusive**: anything else (the interval holds 0 and reaches past -delta or +delta, or one seed);
+- **not testable here**: the one gate rule (:func:`gate`) fails: the claim's control (its clean-label or no-term
+  baseline) does not beat the raw input and the untrained network by at least delta at the adjusted level.
+
+Before any of these: a run that only checks the pipeline (the smoke profile, or fewer than :data:`MIN_SEEDS` seeds)
+gets no word at all (:data:`NO_VERDICT`, :func:`decides`), only its numbers. Each word is decided at the chapter's
+family; :func:`word_p` gives the p-value of that decision, so that :func:`holm` can adjust every test the book
+made (each cell with one of the first four words) as one family, beside the chapter's.
 
 Values are fractions (a metric in [0, 1]); :func:`describe` prints them in points (%).
 """
@@ -26,13 +34,20 @@ from scipy import stats
 
 WORDS = ("supported", "contradicted", "no effect detected", "inconclusive", "not testable here")
 SMALLER = "smaller than reported"  # the qualifier of a supported effect below the paper's relative gain
+#: What a run that only checks the pipeline shows instead of a word.
+NO_VERDICT = "no verdict"
+#: The fewest seeds a word is decided on, and the profiles that only check the pipeline (a few seeds on offline
+#: data: their Bonferroni multipliers reach 13 standard errors, so a word there carries no information).
+MIN_SEEDS = 5
+PIPELINE_PROFILES = ("smoke",)
 
 
 def paired(a, b, confidence: float = 0.95) -> dict:
     """How much ``b`` beats ``a``, paired by seed (``a[i]`` and ``b[i]`` share seed i): the mean and std (ddof=1)
     of the differences ``b - a``, the ``confidence`` interval of the mean (Student's t, n - 1 degrees of freedom),
-    the paired t-test's two-sided p-value, n, and the minimum detectable effect (80% power, 5% level). With one
-    seed, or no spread, the interval collapses to the mean and p is ``nan``."""
+    the paired t-test's two-sided p-value, n, and the minimum detectable effect at the interval's own level (80%
+    power, two-sided test at 1 - ``confidence``). With one seed, or no spread, the interval collapses to the mean
+    and p is ``nan``."""
     a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     if a.shape != b.shape or a.ndim != 1 or len(a) == 0:
         raise ValueError(f"need two equally long, non-empty lists of per-seed values, got {a.shape} and {b.shape}")
@@ -45,7 +60,7 @@ def paired(a, b, confidence: float = 0.95) -> dict:
     se = sd / np.sqrt(n)
     half = stats.t.ppf(0.5 + confidence / 2, n - 1) * se
     p = float(2 * stats.t.sf(abs(mean) / se, n - 1))
-    mde = float((stats.t.ppf(0.975, n - 1) + stats.t.ppf(0.8, n - 1)) * se)
+    mde = float((stats.t.ppf(0.5 + confidence / 2, n - 1) + stats.t.ppf(0.8, n - 1)) * se)
     return {"mean": mean, "std": sd, "ci": (mean - half, mean + half), "p": p, "n": n, "mde": mde,
             "confidence": confidence}
 
@@ -92,32 +107,46 @@ def adjusted_confidence(family: int, confidence: float = 0.95) -> float:
     return 1 - (1 - confidence) / family
 
 
-def gate(base, references: dict, smallest_effect: float, confidence: float = 0.95) -> tuple[bool, str]:
-    """Can the claim show on this test bed? ``base``: the claim's baseline trained row, per seed; ``references``:
-    ``{name: per-seed values}`` of the raw-input and untrained-network rows on the same seeds. It passes when the
-    baseline beats every reference (paired ``confidence`` interval of base - reference above 0) and its headroom,
-    1 - mean(base), exceeds ``smallest_effect`` (fractions). Returns ``(passes, reason)``."""
+def decides(profile: str | None, seeds: int) -> tuple[bool, str]:
+    """Whether a run of ``profile`` over ``seeds`` seeds decides words at all: ``(False, reason)`` for a pipeline
+    check (:data:`PIPELINE_PROFILES`, or fewer than :data:`MIN_SEEDS` seeds), where only the numbers are shown."""
+    if profile in PIPELINE_PROFILES:
+        return False, f"{profile} profile, n = {seeds}: a pipeline check, no verdict"
+    if seeds < MIN_SEEDS:
+        return False, f"n = {seeds}, fewer than {MIN_SEEDS} seeds: no verdict"
+    return True, ""
+
+
+def gate(control, references: dict, smallest_effect: float, confidence: float = 0.95) -> tuple[bool, str]:
+    """The one gate rule: can the claim show on this test bed? ``control``: the claim's control trained row per
+    seed (its no-term baseline, on clean labels for a claim about noise); ``references``: ``{name: per-seed
+    values}`` of the raw-input and untrained-network rows on the same seeds. It passes when, for every reference,
+    the paired ``confidence`` interval (the claim's adjusted level) of control - reference lies above
+    ``smallest_effect`` (fractions): training must beat what the input already holds by the size that matters.
+    Returns ``(passes, reason)``."""
     if not references:
-        return False, "no raw-input or untrained-network row was recorded with the baseline"
+        return False, "no raw-input or untrained-network row was recorded with the control"
     for name, values in references.items():
-        d = paired(values, base, confidence)
-        if not d["ci"][0] > 0:
-            return False, (f"the trained baseline does not beat the {name} ({100 * d['mean']:+.1f} points, "
-                           f"{100 * confidence:.0f}% CI {100 * d['ci'][0]:+.1f} to {100 * d['ci'][1]:+.1f})")
-    headroom = 1 - float(np.mean(base))
-    if headroom <= smallest_effect:
-        return False, (f"the baseline leaves {100 * headroom:.1f} points of headroom, not more than the smallest "
-                       f"effect of interest ({100 * smallest_effect:.1f})")
-    return True, "the trained baseline beats the raw input and the untrained network"
+        d = paired(values, control, confidence)
+        if not d["ci"][0] > smallest_effect:
+            return False, (f"the trained control is not shown to beat the {name} by {100 * smallest_effect:g} "
+                           f"points ({100 * d['mean']:+.1f}, {100 * confidence:.1f}% CI {100 * d['ci'][0]:+.1f} "
+                           f"to {100 * d['ci'][1]:+.1f})")
+    return True, (f"the trained control beats the raw input and the untrained network by more than "
+                  f"{100 * smallest_effect:g} points")
 
 
 def verdict(diff: dict, smallest_effect: float, *, paper_relative: float | None = None,
-            base_mean: float | None = None, testable: tuple[bool, str] = (True, "")) -> tuple[str, str]:
+            base_mean: float | None = None, testable: tuple[bool, str] = (True, ""),
+            decided: tuple[bool, str] = (True, "")) -> tuple[str, str]:
     """``(word, reason)`` for a claimed improvement: ``diff`` from :func:`paired` at the family-adjusted confidence
     (:func:`adjusted_confidence`), the claim's ``smallest_effect`` of interest (a fraction), the paper's relative
     gain (its gain over its baseline; ``None`` when it gives only a direction) and our baseline's mean (for
-    "smaller than reported"), and the test bed's :func:`gate`. The word is one of :data:`WORDS`; the rules are the
-    module docstring's, tested in this order."""
+    "smaller than reported"), the test bed's :func:`gate` and whether the run decides words (:func:`decides`).
+    The word is :data:`NO_VERDICT` or one of :data:`WORDS`; the rules are the module docstring's, tested in this
+    order."""
+    if not decided[0]:
+        return NO_VERDICT, decided[1]
     if not testable[0]:
         return "not testable here", testable[1]
     if diff["n"] < 2 or np.isnan(diff["p"]):
@@ -132,12 +161,46 @@ def verdict(diff: dict, smallest_effect: float, *, paper_relative: float | None 
         return "supported", f"the {level} lies above 0"
     if high < 0:
         return "contradicted", f"the {level} lies below 0: the opposite effect"
-    if high < smallest_effect:
-        return "no effect detected", (f"the {level} holds 0 and excludes a gain of {100 * smallest_effect:.1f} "
-                                      "points, the smallest effect of interest")
-    return "inconclusive", (f"the {level} holds 0 and a gain of {100 * smallest_effect:.1f} points, the smallest "
-                            f"effect of interest; with these seeds only a gain of about {100 * diff['mde']:.1f} points "
-                            "would be detected four times in five")
+    effect = f"{100 * smallest_effect:.1f} points"
+    if -smallest_effect < low and high < smallest_effect:
+        return "no effect detected", (f"the {level} lies within -{effect} and +{effect}, the smallest effect of "
+                                      "interest either way")
+    reach = "a gain" if high >= smallest_effect else "a harm"
+    if high >= smallest_effect and low <= -smallest_effect:
+        reach = "a gain or a harm"
+    return "inconclusive", (f"the {level} holds 0 and reaches {reach} of {effect}, the smallest effect of "
+                            f"interest; at this level these seeds would detect a gain of about "
+                            f"{100 * diff['mde']:.1f} points four times in five")
+
+
+def word_p(diff: dict, word: str, smallest_effect: float) -> float:
+    """The p-value of the decision behind ``word``, on the same footing as the adjusted interval: at the chapter's
+    Bonferroni level 1 - 0.05 / m, a cell is decisive exactly when this p is below 0.05 / m. *Supported* and
+    *contradicted*: the paired t-test's two-sided p against 0. *No effect detected*: twice the larger of the two
+    one-sided p-values against -delta and +delta (the two one-sided tests, TOST; doubled because the word reads a
+    two-sided interval). *Inconclusive*: the smaller of the two, since both tests were made and neither decided.
+    ``nan`` for the other words (no test was made), or without an interval."""
+    if word not in WORDS[:4] or diff["n"] < 2 or np.isnan(diff["p"]):
+        return float("nan")
+    se, df = diff["std"] / np.sqrt(diff["n"]), diff["n"] - 1
+    above = stats.t.sf((diff["mean"] + smallest_effect) / se, df)  # H0: the effect is at most -delta
+    below = stats.t.cdf((diff["mean"] - smallest_effect) / se, df)  # H0: the effect is at least +delta
+    equivalence = float(min(1.0, 2 * max(above, below)))
+    return {"supported": float(diff["p"]), "contradicted": float(diff["p"]), "no effect detected": equivalence,
+            "inconclusive": min(float(diff["p"]), equivalence)}[word]
+
+
+def holm(pvalues) -> np.ndarray:
+    """Holm's step-down adjustment of ``pvalues`` (one family; ``nan`` entries are left out and stay ``nan``): the
+    i-th smallest p becomes the running maximum of (m - j + 1) p_(j) over j <= i, capped at 1. A hypothesis is
+    rejected at family-wise level alpha when its adjusted p is at most alpha."""
+    p = np.asarray(pvalues, dtype=float)
+    out = np.full(p.shape, np.nan)
+    idx = np.flatnonzero(np.isfinite(p))
+    order = idx[np.argsort(p[idx], kind="stable")]
+    m = len(order)
+    out[order] = np.minimum(1.0, np.maximum.accumulate((m - np.arange(m)) * p[order]))
+    return out
 
 
 def describe(diff: dict) -> str:

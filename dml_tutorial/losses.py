@@ -206,23 +206,34 @@ def angular_npairs_loss(
 def binomial_deviance_loss(
     embeddings, labels, alpha: float = 2.0, beta: float = 0.5, eta_neg: float = 25.0
 ) -> torch.Tensor:
-    """Binomial deviance (Yi et al. 2014; ECAML eq. 10): log(1 + exp(-(2 s_ij - 1) alpha
-    (D_ij - beta) eta_ij)) with D_ij the cosine similarity, s_ij = 1 for a same-class
-    pair, eta_ij = 1 for positive and ``eta_neg`` = 25 for negative pairs; alpha = 2,
-    beta = 0.5. The paper writes a sum over pairs; we take the mean over the ordered
-    pairs i != j, so that the weight of an added regulariser does not depend on the
-    batch size."""
+    """Binomial deviance (Yi et al. 2014; ECAML eq. 10) with the pair weights of Yi et
+    al. and of ECAML's released ``BIER_loss_layer.cpp``:
+
+        1/|P| sum_P log(1 + exp(-alpha (D_ij - beta)))
+          + 1/|N| sum_N log(1 + exp(alpha eta_neg (D_ij - beta))),
+
+    D_ij the cosine similarity, P and N the positive and negative pairs i != j; alpha
+    = 2, beta = 0.5, eta_neg = 25 (the released prototxt's ``cost_n``). Positive and
+    negative pairs are averaged *separately* (the released layer divides each pair's
+    term by the number of pairs of its kind): at ECAML's 64 x 2 batches one mean over
+    all pairs would give the pull 1/127 of its weight. A batch without positive (or
+    negative) pairs contributes 0 for that mean. The released layer's forward adds
+    BIER's offset and shrinkage to the *reported* value only; its hand-written
+    gradient is this loss's (tests/test_losses.py checks ours against a port)."""
     z, y = check_embeddings(embeddings, labels)
     if len(z) < 2:
         return _zero(z)
     u = torch.nn.functional.normalize(z, dim=1)
     cos = u @ u.T
     pos, neg = label_masks(y)
-    sign = pos.to(z.dtype) * 2 - 1
-    eta = torch.where(pos, torch.ones_like(cos), torch.full_like(cos, eta_neg))
-    off_diag = pos | neg
-    deviance = torch.nn.functional.softplus(-sign * alpha * (cos - beta) * eta)
-    return deviance[off_diag].mean()
+    pull = torch.nn.functional.softplus(-alpha * (cos - beta))
+    push = torch.nn.functional.softplus(alpha * eta_neg * (cos - beta))
+    return _mean_over(pull, pos) + _mean_over(push, neg)
+
+
+def _mean_over(values: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The mean of ``values`` where ``mask`` holds; 0 (kept in the graph) where it never does."""
+    return values[mask].mean() if mask.any() else values.sum() * 0
 
 
 def multi_similarity_loss(

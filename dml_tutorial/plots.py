@@ -232,7 +232,7 @@ def cluster_reconstructions(x, assignments, reconstructions: dict, clusters: int
 
 
 VERDICT_COLOURS = {"supported": PALETTE[2], "contradicted": PALETTE[3], "no effect detected": PALETTE[0],
-                   "inconclusive": PALETTE[7], "not testable here": PALETTE[17]}
+                   "inconclusive": PALETTE[7], "not testable here": PALETTE[17], "no verdict": PALETTE[14]}
 
 
 def gains(frame: pd.DataFrame, title: str = ""):

@@ -18,8 +18,10 @@ SESSION: list[dict] = []
 
 
 def session_run(chapter: str) -> dict:
-    """The tables recorded in this process as one run (the part of a run file that :func:`merge_seeds` reads)."""
-    return {"chapter": chapter, "tables": list(SESSION)}
+    """The tables recorded in this process as one run (the part of a run file that :func:`merge_seeds` reads),
+    with the profile they were recorded under (a smoke run decides no verdict words)."""
+    profiles = {t.get("settings", {}).get("profile") for t in SESSION} - {None}
+    return {"chapter": chapter, "profile": profiles.pop() if len(profiles) == 1 else None, "tables": list(SESSION)}
 
 
 def merge_seeds(runs: list[dict]) -> dict:

@@ -13,8 +13,17 @@ The rule, per table cell (one metric of one row, ``n`` seeds in both runs, value
 
 that is, ``Z`` standard errors of a difference of two means of ``n`` seeds each, with the seed-to-seed standard
 deviation ``s`` (ddof=1) pooled over both runs, and never less than ``FLOOR``. A cell of one value (raw pixels, a
-single-seed row) gets ``FLOOR``. ``Z`` and ``FLOOR`` were set from measured drifts (``tests/test_reference.py``
-says how): a run on another machine stays inside, a changed loss or a broken training does not.
+single-seed row) gets ``FLOOR``.
+
+The same rule checks each **claim** of :mod:`dml_tutorial.claims` whose rows the table holds, on its per-seed
+paired differences (row minus base, seed by seed; minus the control column for an interaction): the number a
+verdict reads. Two cells can each stay inside while their difference moves, and a paired difference drifts less
+than either cell (the seed's share cancels), so this check is the sharper one for what the book concludes.
+
+``Z`` is the one ``benchmarks/bench_nbval_drift.py`` derives from the drift measured on an emulated other machine
+(the Bonferroni bound for a 1% chance of any false alarm over every checked cell and claim, rounded up to a tenth);
+``tests/test_reference.py`` ties the two, and the benchmark states, per chapter, the smallest change of a claim
+that the check catches four times in five.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ ENV = "DML_TUTORIAL_CHECK"  # "1": compare with each chapter's committed record;
 #: A JSON-lines file to which every check appends each cell's committed and fresh values (nbval sets it in
 #: ``make test``); ``benchmarks/bench_nbval_drift.py`` derives the drift, the tolerance and the power from it.
 DRIFT_ENV = "DML_TUTORIAL_DRIFT"
-Z = 6.0
+Z = 4.3
 FLOOR = 0.03  # 3 points of a metric in %
 
 
@@ -87,6 +96,38 @@ def compare(table: str, committed: dict, fresh: dict) -> list[str]:
     return problems
 
 
+def claim_differences(chapter: str, table: str, measured: dict) -> dict:
+    """``{claim text: per-seed paired differences}`` for each claim of ``chapter`` on ``table`` that ``measured``
+    holds the rows and columns of (:func:`dml_tutorial.claims._values`, the verdict's own pairing)."""
+    from .claims import CLAIMS, _values
+
+    out = {}
+    for claim in CLAIMS.get(chapter, []):
+        if claim.table == table and (values := _values(measured, claim)) is not None:
+            base, row = values
+            out[claim.text] = (np.asarray(row, float) - np.asarray(base, float)).tolist()
+    return out
+
+
+def compare_claims(chapter: str, table: str, committed: dict, fresh: dict) -> list[str]:
+    """One line per claim on ``table`` whose mean paired difference moved beyond :func:`tolerance` of the two
+    runs' differences (or that one run can pair and the other cannot)."""
+    old, new = claim_differences(chapter, table, committed), claim_differences(chapter, table, fresh)
+    problems = []
+    for claim in dict.fromkeys([*old, *new]):
+        if claim not in old or claim not in new:
+            problems.append(f"claim {claim!r}: paired only in the {'fresh run' if claim not in old else 'record'}")
+            continue
+        a, b = np.asarray(old[claim]), np.asarray(new[claim])
+        if np.isnan(a).any() or np.isnan(b).any():
+            continue
+        allowed = tolerance(a, b)
+        if abs(b.mean() - a.mean()) > allowed:
+            problems.append(f"claim {claim!r}: committed gain {mean_std(a)}, this run {mean_std(b)} (in points, "
+                            f"paired by seed); allowed drift ±{100 * allowed:.1f} points")
+    return problems
+
+
 def check(table: str, measured: dict, settings: dict, seeds) -> None:
     """Raise :class:`ResultsDrifted` unless ``measured`` agrees with the committed record of the same table, run
     in the same profile with the same seeds. ``settings`` must name its ``chapter`` (``profiles.settings`` does)."""
@@ -105,7 +146,8 @@ def check(table: str, measured: dict, settings: dict, seeds) -> None:
                              f"{settings.get('profile')} run with seeds {list(seeds)}: run the chapter's default "
                              f"profile, or {rerun}")
     log_drift(chapter, table, matches[0]["measured"], measured)
-    problems = compare(table, matches[0]["measured"], measured)
+    problems = compare(table, matches[0]["measured"], measured) + compare_claims(
+        chapter, table, matches[0]["measured"], measured)
     if problems:
         raise ResultsDrifted(f"{len(problems)} number(s) of chapter {chapter!r} left the tolerance around its "
                              f"committed record {path.name}:\n  " + "\n  ".join(problems) +
@@ -114,12 +156,18 @@ def check(table: str, measured: dict, settings: dict, seeds) -> None:
 
 def log_drift(chapter: str, table: str, committed: dict, fresh: dict) -> None:
     """Append one JSON line per cell both runs have (``chapter``, ``table``, ``row``, ``metric``, the
-    ``committed`` and ``fresh`` values per seed and the ``allowed`` drift) to the file named by
+    ``committed`` and ``fresh`` values per seed and the ``allowed`` drift), and one per claim both runs can pair
+    (``claim`` instead of ``row`` and ``metric``, the paired differences per seed), to the file named by
     :data:`DRIFT_ENV`; nothing when it is unset."""
     path = os.environ.get(DRIFT_ENV)
     if not path:
         return
+    old, new = claim_differences(chapter, table, committed), claim_differences(chapter, table, fresh)
     with open(path, "a") as out:
+        out.writelines(  # each claim's paired differences, the number a verdict reads
+            json.dumps({"chapter": chapter, "table": table, "claim": claim, "committed": old[claim],
+                        "fresh": new[claim], "allowed": tolerance(old[claim], new[claim])}) + "\n"
+            for claim in sorted(old.keys() & new.keys()))
         for row, cols in committed.items():
             for metric, values in cols.items():
                 if metric in fresh.get(row, {}):

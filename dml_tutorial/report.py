@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, claims, plots, reference
+from . import __version__, claims, evidence, plots, reference, registry
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .records import SESSION, merge_seeds
 
@@ -163,7 +163,7 @@ def _title(notebook: Path) -> str:
     return heading[2:].strip()
 
 
-def _section(key: tuple, runs: list[dict]) -> list[str]:
+def _section(key: tuple, runs: list[dict], registration: dict | None = None) -> list[str]:
     profile, dataset, model, epochs = key
     seeds = sorted({s for r in runs for t in r["tables"] for s in t["seeds"]})
     lines = [f"## {profile} profile: {dataset}, {model}, {epochs} epochs", "",
@@ -179,7 +179,7 @@ def _section(key: tuple, runs: list[dict]) -> list[str]:
         used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
         lines += [f"### {table}", "", markdown_table(plots.results_table(measured, paper)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}.", ""]
-    verdicts = claims.assess(runs[0]["chapter"], runs)
+    verdicts = registry.annotate(claims.assess(runs[0]["chapter"], runs), runs[0]["chapter"], profile, registration)
     if not verdicts.empty:
         lines += ["### Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
     return lines
@@ -187,8 +187,7 @@ def _section(key: tuple, runs: list[dict]) -> list[str]:
 
 VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation, batches and label noise), with "
                 "t-intervals adjusted for the chapter's comparisons (Bonferroni: the level shown); the paper's gain "
-                "is its own, on its own dataset, from the quoted numbers. q (BH): the p-value adjusted over the "
-                "chapter's comparisons (Benjamini-Hochberg). " + "The words: see the verdict table's note.")
+                "is its own, on its own dataset, from the quoted numbers. The words: see the verdict table's note.")
 
 
 #: Profiles whose runs each chapter shows itself (:func:`show`, its real-data sections and findings box): their
@@ -196,7 +195,7 @@ VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation
 IN_CHAPTER = ("fashion", "glyphs")
 
 
-def report_page(chapter: str, notebook: Path, runs: list[dict]) -> str:
+def report_page(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> str:
     """The "results at scale" page of one chapter: its full-profile runs (and any profile the chapter does not show
     itself), or a plain "not run at full scale yet"; the Fashion-MNIST and glyph runs are the chapter's own
     sections (:data:`IN_CHAPTER`), named and linked here, not repeated."""
@@ -219,15 +218,26 @@ def report_page(chapter: str, notebook: Path, runs: list[dict]) -> str:
              f"`dml-tutorial sweep data/sweeps/{chapter}.yaml` (resumable), then `dml-tutorial report`."), ""]
     for key, members in groups:
         if key[0] not in IN_CHAPTER:
-            lines += _section(key, members)
+            lines += _section(key, members, registration)
     return "\n".join(lines).rstrip() + "\n"
 
 
-def _verdict_cell(frame, claim: str) -> str:
+#: The verdict table's marks: a decisive word that does not survive Holm's correction over the whole table, and a
+#: cell where every compared row lies below the raw input.
+NOT_BOOK_WIDE, BELOW_RAW_MARK = "†", "↓"
+
+
+def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple = ()) -> str:
     if frame is None or claim not in set(frame["claim"]):
         return "not run yet"
     r = frame[frame["claim"] == claim].iloc[0].to_dict()
-    return f"{claims.verdict_text(r)} ({r['ours']:+.1f}, {r['low']:+.1f} to {r['high']:+.1f})"
+    numbers = f"({r['ours']:+.1f}, {r['low']:+.1f} to {r['high']:+.1f})"
+    if r["verdict"] == evidence.NO_VERDICT:
+        return f"n = {r['seeds']}, no verdict {numbers}"
+    decisive = r["verdict"] in claims.DECISIVE
+    marks = ("" if (book_wide or {}).get((*key, claim), True) else NOT_BOOK_WIDE) + \
+        (BELOW_RAW_MARK if r["below raw"] and decisive else "")
+    return f"{claims.verdict_text(r, marks)} {numbers}"
 
 
 #: The scales of the verdict table: (column heading, profile of the runs; ``None``: the chapter's smoke record).
@@ -235,45 +245,59 @@ SCALES = (("smoke (digits, MNIST-1D)", None), ("Fashion-MNIST", "fashion"), ("gl
           ("paper's data", "full"))
 
 
-def scale_frames(chapter: str, notebook: Path, runs: list[dict]) -> dict:
+def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> dict:
     """``{profile: claims.assess(...) or None}`` for each scale of :data:`SCALES`: the one assessment of each of
-    the chapter's claims at each scale, which every page and the chapter's findings read."""
+    the chapter's claims at each scale, which every page and the chapter's findings read; each word marked where
+    ``registration`` (:func:`dml_tutorial.registry.status`) says it is post hoc."""
     record = results_path(notebook) if notebook is not None else None
     out = {}
     for _, profile in SCALES:
         group = ([json.loads(record.read_text())] if record and record.exists() else []) if profile is None else \
             [r for r in runs if r["chapter"] == chapter and r.get("profile") == profile]
-        out[profile or "smoke"] = claims.assess(chapter, group) if group else None
+        frame = claims.assess(chapter, group) if group else None
+        out[profile or "smoke"] = registry.annotate(frame, chapter, profile, registration)
     return out
 
 
-def verdicts_page(runs: list[dict], notebooks: dict) -> str:
+def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None = None) -> str:
     """The book's one table of verdicts: every claim of :data:`dml_tutorial.claims.CLAIMS` at each scale of
-    :data:`SCALES`, with its smallest effect of interest; each chapter's name links to its findings box
-    (:mod:`dml_tutorial.findings`, the target ``<chapter>-findings``)."""
+    :data:`SCALES`, with its smallest effect of interest, each decisive word marked where it does not survive
+    Holm's correction over the whole table (:func:`dml_tutorial.claims.book_family`); each chapter's name links to
+    its findings box (:mod:`dml_tutorial.findings`, the target ``<chapter>-findings``)."""
     heads = " | ".join(head for head, _ in SCALES)
+    frames = {chapter: scale_frames(chapter, notebook, runs, registration) for chapter, notebook in notebooks.items()}
+    book_wide = claims.book_family({(c, scale): f for c, fs in frames.items() for scale, f in fs.items()})
     lines = ["<!-- generated by `dml-tutorial report` from the chapters' records and data/results/: do not edit -->",
              "", ":::{container} verdict-cards",  # one card per claim on a phone (book/_css/book.css)
              f"| chapter | claim | smallest effect (points) | {heads} |", "|---" * (3 + len(SCALES)) + "|"]
-    for chapter, notebook in notebooks.items():
-        frames = scale_frames(chapter, notebook, runs)
+    for chapter in notebooks:
         for i, claim in enumerate(claims.CLAIMS.get(chapter, [])):
             name = f"{{ref}}`{claims.NAMES.get(chapter, chapter)} <{chapter}-findings>`" if i == 0 else ""
-            cells = " | ".join(_verdict_cell(f, claim.text) for f in frames.values())
+            cells = " | ".join(_verdict_cell(f, claim.text, book_wide, (chapter, scale))
+                               for scale, f in frames[chapter].items())
             lines.append(f"| {name} | {plots.label_tex(claim.text)} | {claim.smallest_effect:g} | {cells} |")
-    lines += [":::", "", VERDICT_RULES]
+    kept = sum(book_wide.values())
+    lines += [":::", "", VERDICT_RULES, "",
+              (f"Book-wide: {kept} of the {len(book_wide)} decisive words survive Holm's correction at 5% over every "
+              f"test of this table (each cell with a word other than *not testable here*); {NOT_BOOK_WIDE} marks "
+              f"the others. {BELOW_RAW_MARK}: a decisive word where every row the claim compares lies below the "
+              "raw input.")]
     return "\n".join(lines) + "\n"
 
 
 VERDICT_RULES = (
     "Each cell: the verdict, then our gain and its interval in points, paired by seed and adjusted for the "
-    "chapter's comparisons at that scale (Bonferroni). A replication in a proxy setting (our data and network, not "
-    "the paper's), in five words (`dml_tutorial/evidence.py`): **supported** when the interval lies above 0 "
-    "(*smaller than reported* when it also lies below the paper's gain relative to its baseline); **contradicted** "
-    "when it lies below 0; **no effect detected** when it holds 0 and excludes the claim's smallest effect of "
-    "interest; **inconclusive** when it holds both; **not testable here** when the test bed's gate fails: the "
-    "claim's trained baseline does not beat the raw input and the untrained network, so nothing the claim is about "
-    "can show. The results pages give each comparison's reason and its Benjamini-Hochberg q.")
+    "chapter's comparisons at that scale (Bonferroni, the chapter's family). A replication in a proxy setting (our "
+    "data and network, not the paper's), in five words (`dml_tutorial/evidence.py`), with delta the claim's "
+    "smallest effect of interest: **supported** when the interval lies above 0 (*smaller than reported* when it "
+    "also lies below the paper's gain relative to its baseline); **contradicted** when it lies below 0; **no effect "
+    "detected** when it lies within -delta and +delta; **inconclusive** otherwise; **not testable here** when the "
+    "one gate rule fails: the claim's control (its no-term baseline, on clean labels for a claim about noise) is "
+    "not shown to beat the raw input and the untrained network by delta at the same adjusted level. Smoke runs "
+    "(3 seeds, small offline data) check the pipeline and get no word. Two families: each word is decided within its "
+    "chapter at one scale; the book-wide family is every test of this table at once (Holm). *Post hoc after* a "
+    "commit: the claim's definition was committed after that run was made ({doc}`the claims registry "
+    "</book/results/registry>`).")
 
 
 def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict | None = None) -> list[Path]:
@@ -283,15 +307,18 @@ def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict |
 
     runs = load_runs(results)
     notebooks = notebooks or {c: nb for c, nb in chapters().items() if c in CHAPTERS}
+    registration = registry.stored(Path(results) / registry.STATUS.name)  # `dml-tutorial report` writes it
     pages.mkdir(parents=True, exist_ok=True)
     written = []
     for chapter, notebook in notebooks.items():
         page = pages / f"{chapter}.md"
-        page.write_text(report_page(chapter, notebook, [r for r in runs if r["chapter"] == chapter]))
+        page.write_text(report_page(chapter, notebook, [r for r in runs if r["chapter"] == chapter], registration))
         written.append(page)
     page = pages / "verdicts.md"  # included by the introduction; not a page of its own
-    page.write_text(verdicts_page(runs, notebooks))
-    return written + [page]
+    page.write_text(verdicts_page(runs, notebooks, registration))
+    claims_page = pages / "registry.md"
+    claims_page.write_text(registry.page(registration))
+    return written + [page, claims_page]
 
 
 def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
@@ -307,7 +334,7 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
                          "records it."))
         return None
     key, members = next(iter(group(runs).items()))  # one profile: one group
-    text = _section(key, members)
+    text = _section(key, members, registry.stored(Path(results) / registry.STATUS.name))
     refs = [f"- {r['table']}, {r['column']}: the best trained row ({r['best trained row']}) "
             f"{r['best trained']:.1f}%, the raw input {r['raw input']:.1f}%, the untrained network "
             f"{r['untrained network']:.1f}% (means over seeds)" for r in claims.above_references(members, chapter)

@@ -19,14 +19,20 @@ def test_paired_matches_scipys_paired_t_test_and_interval():
     assert d["n"] == 5
 
 
-def test_minimum_detectable_effect_has_about_80_percent_power():
-    # a true paired gain equal to the MDE (known sd) is found at p < 0.05 in about 80% of repetitions
+def test_minimum_detectable_effect_has_about_80_percent_power_at_its_own_level():
+    # a true paired gain equal to the MDE (known sd) is found in about 80% of repetitions by the test at the
+    # interval's own level: at 95%, and at a Bonferroni level of 1 - 0.05 / 8 (the DCDL family), where it is wider
     rng = np.random.default_rng(0)
     sd, n = 0.02, 5
-    base = evidence.paired(np.zeros(n), rng.normal(0, sd, n))
-    mde = base["mde"] * sd / base["std"]  # the MDE at the true sd
-    hits = [evidence.paired(np.zeros(n), rng.normal(mde, sd, n))["p"] < 0.05 for _ in range(4000)]
-    assert 0.72 < np.mean(hits) < 0.86  # the t-based formula approximates the noncentral t's power
+    for confidence in (0.95, 1 - 0.05 / 8):
+        base = evidence.paired(np.zeros(n), rng.normal(0, sd, n), confidence)
+        mde = base["mde"] * sd / base["std"]  # the MDE at the true sd
+        hits = [evidence.paired(np.zeros(n), rng.normal(mde, sd, n))["p"] < 1 - confidence for _ in range(4000)]
+        assert 0.72 < np.mean(hits) < 0.86  # the t-based formula approximates the noncentral t's power
+    a, b = rng.normal(0, 1, n), rng.normal(0, 1, n)
+    ratio = evidence.paired(a, b, 1 - 0.05 / 8)["mde"] / evidence.paired(a, b)["mde"]
+    assert ratio == pytest.approx((stats.t.ppf(1 - 0.025 / 8, 4) + stats.t.ppf(0.8, 4))
+                                  / (stats.t.ppf(0.975, 4) + stats.t.ppf(0.8, 4)))  # the audit's 1.3-1.7x
 
 
 def test_one_seed_or_no_spread_is_inconclusive_and_finite():
@@ -50,13 +56,29 @@ SEOI = 0.02  # a smallest effect of interest of 2 points
 @pytest.mark.parametrize("diff, word, starts", [
     (_diff(0.03, 0.01, 0.05), "supported", "the 95.0% interval lies above 0"),
     (_diff(-0.03, -0.05, -0.01), "contradicted", "the 95.0% interval lies below 0"),
-    (_diff(0.0, -0.01, 0.015), "no effect detected", "the 95.0% interval holds 0 and excludes"),
-    (_diff(0.0, -0.04, 0.04), "inconclusive", "the 95.0% interval holds 0 and a gain of 2.0"),
-    (_diff(0.0, -0.01, 0.02), "inconclusive", "the 95.0% interval holds 0 and a gain of 2.0"),  # touches it
+    (_diff(0.0, -0.01, 0.015), "no effect detected", "the 95.0% interval lies within -2.0 points and +2.0"),
+    (_diff(0.0, -0.04, 0.04), "inconclusive", "the 95.0% interval holds 0 and reaches a gain or a harm of 2.0"),
+    (_diff(0.0, -0.01, 0.02), "inconclusive", "the 95.0% interval holds 0 and reaches a gain of 2.0"),  # touches
+    # two-sided: the audit's EPS cell (-3.7, -8.8 to +1.4) excludes a gain of 2 but not a harm of 2
+    (_diff(-0.037, -0.088, 0.014), "inconclusive", "the 95.0% interval holds 0 and reaches a harm of 2.0"),
+    (_diff(0.0, -0.02, 0.01), "inconclusive", "the 95.0% interval holds 0 and reaches a harm of 2.0"),  # touches
+    (_diff(0.005, 0.001, 0.015), "supported", "the 95.0% interval lies above 0"),  # above 0 comes first
 ])
 def test_each_word_follows_its_rule(diff, word, starts):
     got, reason = evidence.verdict(diff, SEOI)
     assert got == word and got in evidence.WORDS and reason.startswith(starts)
+
+
+def test_smoke_runs_and_few_seeds_get_no_word_before_any_rule():
+    assert evidence.decides("smoke", 3) == (False, "smoke profile, n = 3: a pipeline check, no verdict")
+    assert evidence.decides("smoke", 10)[0] is False  # the profile decides, not only the seed count
+    assert evidence.decides("glyphs", 4) == (False, "n = 4, fewer than 5 seeds: no verdict")
+    assert evidence.decides("glyphs", 5) == (True, "")
+    decided = evidence.decides("smoke", 3)
+    for diff in (_diff(0.03, 0.01, 0.05), _diff(0.0, -0.01, 0.015)):
+        assert evidence.verdict(diff, SEOI, decided=decided) == (evidence.NO_VERDICT, decided[1])
+        assert evidence.verdict(diff, SEOI, testable=(False, "gate"), decided=decided)[0] == evidence.NO_VERDICT
+    assert evidence.NO_VERDICT not in evidence.WORDS
 
 
 def test_a_gain_below_the_papers_is_supported_smaller_than_reported_not_reproduced():
@@ -77,19 +99,59 @@ def test_the_gate_comes_first_and_names_its_reason():
     assert (word, reason) == ("not testable here", "the trained baseline does not beat the raw input")
 
 
-def test_gate_checks_both_references_and_the_headroom():
+def test_the_gate_needs_a_margin_of_the_smallest_effect_at_the_adjusted_level_for_both_references():
     base = np.array([0.80, 0.82, 0.81, 0.79, 0.83])
-    ok, reason = evidence.gate(base, {"raw input": base - 0.1, "untrained network": base - 0.2}, SEOI)
-    assert ok and "beats" in reason
-    ok, reason = evidence.gate(base, {"raw input": base + 0.01, "untrained network": base - 0.2}, SEOI)
-    assert not ok and "does not beat the raw input" in reason
-    noisy = base - np.array([0.05, -0.05, 0.04, -0.04, 0.0])  # mean 0: the interval holds 0
-    ok, reason = evidence.gate(base, {"raw input": base - 0.1, "untrained network": noisy}, SEOI)
+    jitter = np.array([0.004, -0.004, 0.002, -0.002, 0.0])
+    ok, reason = evidence.gate(base, {"raw input": base - 0.1 + jitter, "untrained network": base - 0.2}, SEOI)
+    assert ok and reason.startswith("the trained control beats the raw input and the untrained network by more")
+    # the audit's knife edge: a control +0.7 points above the raw input, its interval above 0 but not above 2
+    ok, reason = evidence.gate(base, {"raw input": base - 0.007 + jitter, "untrained network": base - 0.2}, SEOI)
+    assert evidence.paired(base - 0.007 + jitter, base)["ci"][0] > 0  # the old rule would have passed it
+    assert not ok and reason.startswith("the trained control is not shown to beat the raw input by 2 points (+0.7")
+    noisy = base - 0.05 + np.array([0.1, -0.1, 0.08, -0.08, 0.0])  # +5 points, but too noisy at 5 seeds
+    ok, reason = evidence.gate(base, {"raw input": base - 0.1 + jitter, "untrained network": noisy}, SEOI)
     assert not ok and "untrained network" in reason
-    high = np.array([0.985, 0.99, 0.988, 0.987, 0.99])
-    ok, reason = evidence.gate(high, {"raw input": high - 0.1, "untrained network": high - 0.2}, SEOI)
-    assert not ok and "headroom" in reason
+    # the margin is read at the level given: an interval above 2 at 95% need not be above 2 at 99.4%
+    ref = base - 0.03 + np.array([0.008, -0.008, 0.006, -0.006, 0.0])
+    levels = [c for c in (0.95, 1 - 0.05 / 8) if evidence.paired(ref, base, c)["ci"][0] > SEOI]
+    assert levels == [0.95]
+    assert evidence.gate(base, {"raw input": ref}, SEOI, 0.95)[0]
+    assert not evidence.gate(base, {"raw input": ref}, SEOI, 1 - 0.05 / 8)[0]
     assert evidence.gate(base, {}, SEOI)[0] is False
+
+
+def _holm_by_loop(p, alpha=0.05):
+    """Holm's procedure as its paper states it: reject the smallest p's in turn while p_(i) <= alpha / (m - i)."""
+    order, rejected = sorted(range(len(p)), key=lambda i: p[i]), set()
+    for i, j in enumerate(order):
+        if p[j] > alpha / (len(p) - i):
+            break
+        rejected.add(j)
+    return rejected
+
+
+def test_holm_rejects_what_the_step_down_loop_rejects():
+    rng = np.random.default_rng(1)
+    for _ in range(300):
+        p = rng.uniform(0, 0.03, rng.integers(1, 12)) ** rng.uniform(0.5, 2)
+        adjusted = evidence.holm(p)
+        assert {i for i, q in enumerate(adjusted) if q <= 0.05} == _holm_by_loop(list(p))
+        assert (adjusted >= p).all() and (adjusted <= 1).all()
+    got = evidence.holm([0.01, np.nan, 0.04, 0.03])  # nan is no test: left out of m
+    assert np.isnan(got[1]) and got[[0, 2, 3]] == pytest.approx([0.03, 0.06, 0.06])
+
+
+def test_word_p_decides_at_the_chapters_level_exactly_when_the_interval_does():
+    rng = np.random.default_rng(2)
+    for _ in range(400):
+        n, m = int(rng.integers(3, 11)), int(rng.integers(1, 12))
+        a = rng.normal(0.5, 0.02, n)
+        b = a + rng.normal(rng.uniform(-0.04, 0.04), rng.uniform(0.002, 0.03), n)
+        diff = evidence.paired(a, b, evidence.adjusted_confidence(m))
+        word, _ = evidence.verdict(diff, SEOI)
+        p = evidence.word_p(diff, word, SEOI)
+        assert (p < 0.05 / m) == (word in ("supported", "contradicted", "no effect detected")), (word, p, m)
+    assert np.isnan(evidence.word_p(_diff(0.03, 0.01, 0.05), "not testable here", SEOI))
 
 
 def test_adjusted_intervals_are_bonferronis_and_wider():

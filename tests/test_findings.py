@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import pytest
 from test_claims import _run, runs  # noqa: F401  (the fixture)
 
-from dml_tutorial import claims, findings, plots, report
+from dml_tutorial import claims, evidence, findings, plots, report
 from dml_tutorial.chapters import chapters
 
 
@@ -22,7 +22,7 @@ def _words(markdown: str) -> dict:
         cells = [c.strip() for c in line.strip("|").split("|")]
         for head, cell in zip(heads, cells[1:]):
             if cell != "–":
-                out[(cells[0], head)] = cell.split("**")[1]
+                out[(cells[0], head)] = cell.split("**")[1] if "**" in cell else cell.split(" (")[0]
     return out
 
 
@@ -58,8 +58,8 @@ def test_the_gate_notes_name_the_failing_reason(runs):  # noqa: F811
     measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # raw pixels beat training
     frames = {"Fashion-MNIST": claims.assess("ecaml", [_run(measured)]), "glyphs": claims.assess("ecaml", runs)}
     fashion, glyphs = findings.gate_notes(frames)
-    assert fashion.startswith("- Fashion-MNIST: 3 of 3 claims are not testable here: the trained baseline does "
-                              "not beat the raw input")
+    assert fashion.startswith("- Fashion-MNIST: 3 of 3 claims are not testable here: the trained control is not "
+                              "shown to beat the raw input by 2 points")
     assert "the gate passes for every claim" in glyphs
 
 
@@ -128,3 +128,18 @@ def test_a_record_without_its_notebook_is_a_chapter(tmp_path, monkeypatch):
     (tmp_path / "06_ecaml.results.json").write_text("{}")
     (tmp_path / "01_toy.ipynb").write_text("{}")
     assert chapters(tmp_path) == {"toy": tmp_path / "01_toy.ipynb", "ecaml": tmp_path / "06_ecaml.ipynb"}
+
+
+def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_without_words(runs):  # noqa: F811
+    smoke = claims.assess("ecaml", [{**runs[0], "profile": "smoke", "seeds": [0, 1, 2]}])
+    assert set(smoke["verdict"]) == {"no verdict"} and smoke["reason"].str.startswith("smoke profile, n = 5").all()
+    frames = {"smoke (digits, MNIST-1D)": smoke, "glyphs": claims.assess("ecaml", runs)}
+    box = findings.markdown("ecaml", frames)
+    words = _words(box)
+    assert {w for (_, head), w in words.items() if head.startswith("smoke")} == {"n = 5, no verdict"}
+    assert {w for (_, head), w in words.items() if head == "glyphs"} <= set(evidence.WORDS)
+    note = findings.gate_notes(frames)[0]
+    assert note == "- smoke (digits, MNIST-1D): smoke profile, n = 5: a pipeline check, no verdict; the numbers show " \
+                   "that the pipeline runs."
+    session = claims.assess("ecaml", [{"chapter": "ecaml", "tables": runs[0]["tables"]}], profile="smoke")
+    assert set(session["verdict"]) == {"no verdict"}  # a kernel's own run carries no profile: the caller's counts

@@ -207,19 +207,75 @@ def test_npairs_regulariser_and_degenerate_batches():
 
 
 def _binomial_loop(z, y, alpha=2.0, beta=0.5, eta_neg=25.0):
-    vals = []
+    """Yi et al.'s weights written out: each pair's deviance divided by the number of pairs of its kind."""
     u = torch.nn.functional.normalize(z, dim=1)
+    pos, neg = [], []
     for i, j in itertools.permutations(range(len(y)), 2):
-        s = 1 if y[i] == y[j] else 0
-        eta = 1.0 if s else eta_neg
-        vals.append(np.log1p(np.exp(float(-(2 * s - 1) * alpha * (u[i] @ u[j] - beta) * eta))))
-    return float(np.mean(vals))
+        c = float(u[i] @ u[j])
+        if y[i] == y[j]:
+            pos.append(np.log1p(np.exp(-alpha * (c - beta))))
+        else:
+            neg.append(np.log1p(np.exp(alpha * eta_neg * (c - beta))))
+    return sum(float(np.mean(v)) for v in (pos, neg) if v)
+
+
+def _released_binomial_gradient(x, label, alpha=2.0, beta=0.5, cost_p=1.0, cost_n=25.0):
+    """ECAML's released ``src/BIER_loss_layer.cpp`` (one learner, M = 1), Forward_cpu's gradient loop ported
+    line by line: unordered pairs i < j, w the number of pairs of the pair's kind, and the gradient of
+    log(1 + exp(param (cos - beta))) / w with param = -alpha cost_p (positive) or alpha cost_n (negative)."""
+    x = np.asarray(x, dtype=float)
+    num, diff = len(x), np.zeros_like(x)
+    w_pos = sum(label[i] == label[j] for i in range(num) for j in range(i + 1, num))
+    w_neg = num * (num - 1) // 2 - w_pos
+    for i in range(num):
+        for j in range(i + 1, num):
+            w = w_pos if label[i] == label[j] else w_neg
+            param = -alpha * cost_p if label[i] == label[j] else alpha * cost_n
+            inner, n_i, n_j = x[i] @ x[j], np.linalg.norm(x[i]), np.linalg.norm(x[j])
+            ans = np.exp(param * (inner / (n_i * n_j) - beta))
+            coef = param * ans / (w + w * ans)
+            diff[i] += coef * (x[j] / (n_i * n_j) - inner / (n_i ** 3 * n_j) * x[i])
+            diff[j] += coef * (x[i] / (n_i * n_j) - inner / (n_j ** 3 * n_i) * x[j])
+    return diff
 
 
 @pytest.mark.parametrize("seed", range(3))
 def test_binomial_deviance_matches_a_loop(seed):
     z, y = _batch(seed, n=10, classes=3, dtype=torch.float64)
     assert losses.binomial_deviance_loss(3 * z, y).item() == pytest.approx(_binomial_loop(3 * z, y), rel=1e-7)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_binomial_deviance_has_the_released_layers_gradient(seed):
+    """Our loss counts each unordered pair twice in both means, the released layer once: the same means, so the
+    same gradient, at a P x K batch like ECAML's (many more negative than positive pairs)."""
+    z, y = _batch(seed, n=12, classes=6, dtype=torch.float64)
+    z = (3 * z).requires_grad_()
+    losses.binomial_deviance_loss(z, y).backward()
+    released = _released_binomial_gradient(z.detach().numpy(), y.tolist())
+    assert z.grad.numpy() == pytest.approx(released, rel=1e-6, abs=1e-12)
+
+
+def test_binomial_deviance_weighs_positive_and_negative_pairs_separately():
+    """The referee's case: at 64 x 2 the positive pairs are 128 of 16,256 ordered pairs; one pooled mean would
+    scale the pull by 128 / 16,256 of the separate mean's, a change of weighting our loss must not have."""
+    torch.manual_seed(0)
+    z, y = torch.randn(128, 16, dtype=torch.float64), torch.arange(64).repeat_interleave(2)
+    only_pull = losses.binomial_deviance_loss(z, y, eta_neg=0.0)  # the push is then log 2 per pair
+    pull = float(only_pull) - np.log(2)
+    u = torch.nn.functional.normalize(z, dim=1)
+    pos = [float(torch.nn.functional.softplus(-2 * (u[i] @ u[i ^ 1] - 0.5))) for i in range(128)]
+    assert pull == pytest.approx(np.mean(pos), rel=1e-9)
+
+
+def test_binomial_deviance_without_positive_or_negative_pairs_is_finite_and_keeps_its_graph():
+    z = torch.randn(4, 8, dtype=torch.float64, requires_grad=True)
+    for y in (torch.arange(4), torch.zeros(4, dtype=torch.long)):  # no positive pairs; no negative pairs
+        loss = losses.binomial_deviance_loss(z, y)
+        loss.backward()
+        assert torch.isfinite(loss) and torch.isfinite(z.grad).all()
+        assert loss.item() == pytest.approx(_binomial_loop(z.detach(), y), rel=1e-9)
+        z.grad = None
 
 
 def _ms_loop(z, y, alpha=2.0, beta=50.0, lam=1.0, eps=0.1, easy=False):

@@ -1,0 +1,128 @@
+"""Pre-registration checked by git: the committed registry is the claims' code, the stored status is what git says
+of each committed run, and in a repository built here a claim defined (or changed) after its run is post hoc."""
+
+import json
+import subprocess
+
+import pandas as pd
+import pytest
+from conftest import ROOT
+
+from dml_tutorial import claims, plots, registry, report
+
+
+def test_the_committed_registry_is_the_claims_code():
+    committed = (ROOT / registry.REGISTRY).read_text().splitlines()
+    assert committed == registry.lines(), f"{registry.REGISTRY} is stale: run `dml-tutorial report` and commit it"
+    entries = [json.loads(line) for line in committed]
+    assert len(entries) == sum(len(c) for c in claims.CLAIMS.values())
+    assert len({(e["chapter"], e["claim"]) for e in entries}) == len(entries)  # one line per claim
+
+
+def test_the_stored_status_is_what_git_says_of_the_committed_runs():
+    stored = registry.stored(report.RESULTS / registry.STATUS.name)
+    fresh = registry.compute(report.load_runs(report.RESULTS), ROOT)
+    assert stored == json.loads(json.dumps(fresh)), (
+        f"{registry.STATUS} is stale: commit {registry.REGISTRY}, then run `dml-tutorial report` and commit again")
+
+
+def _git(root, *args):
+    return subprocess.run(["git", "-C", str(root), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repository(tmp_path):
+    """A repository whose history is: claim A registered, a run, claim B registered, then A's definition changed."""
+    root = tmp_path / "repo"
+    (root / "data").mkdir(parents=True)
+    _git(root, "init", "-q")
+    _git(root, "config", "user.email", "t@example.org")
+    _git(root, "config", "user.name", "t")
+    a, b = claims.CLAIMS["dcdl"][:2]
+    line_a, line_b = (json.dumps(registry.definition("dcdl", c), ensure_ascii=False) for c in (a, b))
+
+    def commit(text, message):
+        (root / registry.REGISTRY).write_text(text)
+        (root / "log").write_text(message)
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", message)
+        return _git(root, "rev-parse", "HEAD")
+
+    first = commit(line_a + "\n", "register A")
+    ran = commit(line_a + "\n", "the run's tree")
+    second = commit(line_a + "\n" + line_b + "\n", "register B after the run")
+    changed = json.dumps({**json.loads(line_a), "smallest_effect": 3.0})
+    return {"root": root, "a": a, "b": b, "first": first, "ran": ran, "second": second,
+            "commit": commit, "lines": (changed, line_b)}
+
+
+def _run(commit, table, date="2026-11-26T00:00:00+00:00"):
+    return {"chapter": "dcdl", "profile": "glyphs", "commit": commit, "date": date, "tables": [{"table": table}]}
+
+
+def test_a_claim_defined_after_its_run_is_post_hoc_and_one_defined_before_is_not(repository):
+    r = repository
+    runs = [_run(r["ran"] + "-dirty", r["a"].table)]  # a dirty tree still started from the commit it names
+    status = registry.status(runs, r["root"])
+    before, after = (status[f"dcdl/glyphs/{c.text}"] for c in (r["a"], r["b"]))
+    assert before == {"registered": r["first"], "runs": [r["ran"]], "post hoc": False, "after": None}
+    assert after == {"registered": r["second"], "runs": [r["ran"]], "post hoc": True, "after": r["ran"]}
+    assert registry.is_ancestor(r["first"], r["ran"], r["root"]) and not registry.is_ancestor(
+        r["second"], r["ran"], r["root"])
+    later = registry.status(runs + [_run(r["second"], r["a"].table, "2026-11-27T00:00:00+00:00")], r["root"])
+    assert later[f"dcdl/glyphs/{r['b'].text}"]["after"] == r["ran"]  # the first run it followed, not the last
+
+
+def test_changing_a_definition_registers_it_anew(repository):
+    r = repository
+    changed = r["commit"]("\n".join(r["lines"]) + "\n", "A's smallest effect changed")
+    status = registry.status([_run(r["ran"], r["a"].table)], r["root"])
+    assert status[f"dcdl/glyphs/{r['a'].text}"] == {"registered": changed, "runs": [r["ran"]], "post hoc": True,
+                                                    "after": r["ran"]}
+    history = registry.history(r["root"])
+    assert [what for _, _, what in history[("dcdl", r["a"].text)]] == ["added", "changed"]
+    assert [c for c, _, _ in history[("dcdl", r["b"].text)]] == [r["second"][:7]]
+
+
+def test_an_uncommitted_registry_registers_nothing(repository):
+    r = repository
+    (r["root"] / registry.REGISTRY).write_text("\n".join(r["lines"]) + "\n")  # edited, not committed
+    status = registry.status([_run(r["ran"], r["a"].table)], r["root"])
+    assert status[f"dcdl/glyphs/{r['a'].text}"]["registered"] == registry.UNCOMMITTED
+    assert status[f"dcdl/glyphs/{r['a'].text}"]["post hoc"]
+
+
+def test_a_post_hoc_word_says_so_on_the_page_and_a_registered_one_is_plain(repository):
+    r = repository
+    stored = registry.compute([_run(r["ran"], r["a"].table)], r["root"])
+    frame = pd.DataFrame({"claim": [r["a"].text, r["b"].text, r["b"].text], "verdict": ["supported", "contradicted",
+                                                                                        "no verdict"],
+                          "reason": ["", "", ""]})
+    marked = registry.annotate(frame, "dcdl", "glyphs", stored).to_dict("records")
+    assert claims.verdict_text(marked[0]) == "supported"
+    assert claims.verdict_text(marked[1]) == f"contradicted, post hoc after {r['ran'][:7]}"
+    assert claims.verdict_text(marked[2]) == "no verdict"  # no word, nothing to register
+    assert registry.annotate(None, "dcdl", "glyphs", stored) is None
+    text = registry.page(stored)
+    assert f"post hoc after {r['ran'][:7]}" in text and "(registered before)" in text
+
+
+def test_the_verdict_table_marks_each_word_as_the_stored_status_says():
+    stored = registry.stored(report.RESULTS / registry.STATUS.name)["runs"]
+    names = {plots.label_tex(c.text): (chapter, c.text) for chapter, cs in claims.CLAIMS.items() for c in cs}
+    profiles = [p or "smoke" for _, p in report.SCALES]
+    checked = 0
+    for line in (report.PAGES / "verdicts.md").read_text().splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if not line.startswith("|") or cells[1] not in names:
+            continue
+        chapter, text = names[cells[1]]
+        for profile, cell in zip(profiles, cells[3:]):
+            if cell == "not run yet" or "no verdict" in cell:
+                assert "post hoc" not in cell
+                continue
+            entry = stored[f"{chapter}/{profile}/{text}"]
+            assert ("post hoc after" in cell) == entry["post hoc"], (chapter, profile, text)
+            assert not entry["post hoc"] or f"post hoc after {entry['after'][:7]} (" in cell
+            checked += 1
+    assert checked > 0
