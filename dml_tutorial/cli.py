@@ -66,16 +66,19 @@ def _arguments(params: dict) -> list[str]:
     return args
 
 
-def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path, figures: bool = False) -> float:
+def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path, figures: bool = False,
+                commit: str | None = None) -> float:
     """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken.
     With ``figures``, the figures the notebook records (:func:`dml_tutorial.report.record_figure`) are kept in
-    ``<results file>.figures/`` beside it and listed in it."""
+    ``<results file>.figures/`` beside it and listed in it. ``commit``: the tree the run started from (default:
+    read before the notebook runs, since executing it in place rewrites its outputs and dirties the tree)."""
     import papermill as pm
 
     from . import report
 
     out.parent.mkdir(parents=True, exist_ok=True)
     command = shlex.join(["dml-tutorial", "run", name] + _arguments(params))
+    commit = commit or report.git_commit()
     with tempfile.TemporaryDirectory() as tmp:
         recorded = Path(tmp) / "tables.jsonl"
         saved = {key: os.environ.get(key) for key in (report.ENV, report.FIGURES_ENV)}
@@ -99,7 +102,7 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(recorded.with_suffix(".figures"), folder)
             kept = sorted(f"{folder.name}/{p.name}" for p in folder.glob("*.png"))
-        run = report.run_file(name, params, recorded, command, seconds, kept)
+        run = report.run_file(name, params, recorded, command, seconds, kept, commit=commit)
     results_file.parent.mkdir(parents=True, exist_ok=True)
     tmp_file = results_file.with_name(results_file.name + ".tmp")
     tmp_file.write_text(json.dumps(run, indent=1) + "\n")
@@ -117,6 +120,9 @@ def _run(args, parser) -> int:
     params = {name: _value(value) for name, value in args.parameter}
     if args.profile:
         params["PROFILE"] = args.profile
+    from .report import git_commit
+
+    commit = git_commit()  # every chapter starts from this tree, though `run all` rewrites the earlier notebooks
     for name in names:
         src = known[name]
         if not src.exists():  # an installed wheel carries the chapters' records, not their notebooks
@@ -130,7 +136,7 @@ def _run(args, parser) -> int:
         except ValueError as err:
             parser.error(str(err))
         try:
-            seconds = run_chapter(name, src, out, params, results_file, figures=args.figures)
+            seconds = run_chapter(name, src, out, params, results_file, figures=args.figures, commit=commit)
         except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
             lines = str(err).strip().splitlines()
             print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"

@@ -108,17 +108,18 @@ def git_commit(root: Path = ROOT) -> str:
 
 
 def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float,
-             figures: list[str] | None = None) -> dict:
+             figures: list[str] | None = None, commit: str | None = None) -> dict:
     """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
-    (device, package version, commit, date), every table the notebook recorded into ``recorded`` and the files of
-    the figures it recorded (``figures``, relative to the run file's folder)."""
+    (device, package version, the ``commit`` it started from, default the current one; date), every table the
+    notebook recorded into ``recorded`` and the files of the figures it recorded (``figures``, relative to the run
+    file's folder)."""
     tables = [json.loads(line) for line in Path(recorded).read_text().splitlines() if line.strip()] \
         if Path(recorded).exists() else []
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
             "device": first["device"],
-            "version": __version__, "commit": git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
+            "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],
             **({"figures": figures} if figures else {})}

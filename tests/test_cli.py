@@ -68,6 +68,17 @@ def test_run_writes_the_executed_notebook_and_its_results(folder):
     assert "figures" not in run and not list(out.glob("*.figures"))  # kept only when asked for (sweeps ask)
 
 
+def test_a_run_records_the_commit_it_started_from_not_the_tree_it_left(folder, monkeypatch):
+    """Executing chapters in place rewrites their outputs, so the tree is dirty by the time a record is written
+    (and from the second chapter of ``run all`` on): the record names the tree the run started from."""
+    from dml_tutorial import report
+
+    trees = iter(["a" * 40, "b" * 40 + "-dirty"])  # before the run, then after it
+    monkeypatch.setattr(report, "git_commit", lambda root=None: next(trees))
+    assert cli.main(["run", "toy", "--profile", "smoke", "--output", str(folder / "out")]) == 0
+    assert json.loads((folder / "out" / "01_toy.results.json").read_text())["commit"] == "a" * 40
+
+
 def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
     out = folder / "out"
     assert cli.main(["run", "toy", "-p", "FAIL", "True", "--output", str(out)]) == 1
