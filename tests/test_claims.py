@@ -255,7 +255,7 @@ def _word(cell: str):
     for word in sorted(evidence.WORDS, key=len, reverse=True):
         if cell.strip().strip("*").startswith(word):
             return word
-    return evidence.NO_VERDICT if re.match(r"\**n = \d+, no verdict", cell.strip()) else None
+    return evidence.NO_VERDICT if re.match(r"\**(n = \d+, )?no verdict", cell.strip()) else None
 
 
 def test_no_claim_has_two_verdicts_at_one_scale():
