@@ -13,8 +13,8 @@ sweeps' ``data/results/<chapter>/*.json``) or from the tables a notebook's kerne
 (:func:`dml_tutorial.records.session_run`), pairs the rows seed by seed, checks the one gate rule
 (:func:`dml_tutorial.evidence.gate`, on the claim's control: its clean-label column for a claim about noise), and
 gives the verdict from the Bonferroni-adjusted interval over the chapter's assessed claims; a smoke run gets its
-numbers and no word. Each decisive word's p-value (:func:`dml_tutorial.evidence.word_p`) lets the verdict table
-adjust the whole book's decisive words as one family too (Holm; :func:`book_family`).
+numbers and no word. Each word's p-value (:func:`dml_tutorial.evidence.word_p`) lets the verdict table adjust
+every test the book made as one family too (Holm; :func:`book_family`).
 
     rows = claims.assess("ecaml", report.load_runs()["ecaml"])  # one row per claim, as a DataFrame
 """
