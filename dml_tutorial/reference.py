@@ -69,6 +69,12 @@ def tolerance(committed, fresh) -> float:
     return float(max(FLOOR, Z * s * np.sqrt(2 / min(len(a), len(b)))))
 
 
+def _moved(committed: np.ndarray, fresh: np.ndarray) -> float | None:
+    """The allowed drift (:func:`tolerance`) where the two runs' means differ by more than it, else ``None``."""
+    allowed = tolerance(committed, fresh)
+    return allowed if abs(fresh.mean() - committed.mean()) > allowed else None
+
+
 def compare(table: str, committed: dict, fresh: dict) -> list[str]:
     """One line per cell of ``table`` (``{row: {metric: values}}`` both) that differs beyond :func:`tolerance`,
     or that one run has and the other lacks; an empty list when the runs agree."""
@@ -89,8 +95,7 @@ def compare(table: str, committed: dict, fresh: dict) -> list[str]:
                 if not np.array_equal(np.isnan(a), np.isnan(b)):
                     problems.append(f"{table!r}, row {row!r}, {metric}: NaN in one run only ({a} vs {b})")
                 continue
-            allowed = tolerance(a, b)
-            if abs(b.mean() - a.mean()) > allowed:
+            if (allowed := _moved(a, b)) is not None:
                 problems.append(f"{table!r}, row {row!r}, {metric}: committed {mean_std(a)}, this run {mean_std(b)} "
                                 f"(in %, {len(b)} seed(s)); allowed drift ±{100 * allowed:.1f} points")
     return problems
@@ -121,8 +126,7 @@ def compare_claims(chapter: str, table: str, committed: dict, fresh: dict) -> li
         a, b = np.asarray(old[claim]), np.asarray(new[claim])
         if np.isnan(a).any() or np.isnan(b).any():
             continue
-        allowed = tolerance(a, b)
-        if abs(b.mean() - a.mean()) > allowed:
+        if (allowed := _moved(a, b)) is not None:
             problems.append(f"claim {claim!r}: committed gain {mean_std(a)}, this run {mean_std(b)} (in points, "
                             f"paired by seed); allowed drift ±{100 * allowed:.1f} points")
     return problems
