@@ -1,7 +1,8 @@
 """The fine-grained chapters' input pipeline: the JPEG loader (a DataLoader decoding, cropping and normalising on
 the CPU with ``--workers`` processes, as the colab profiles do) against the images decoded once
 (:func:`dml_tutorial.data.decode_once`: 256-px uint8 in memory, or on the GPU, cropped, flipped and normalised there
-by :mod:`dml_tutorial.augment`), side by side in one run, on CUB-layout fixtures at CUB's image size.
+by :meth:`dml_tutorial.data.DecodedImages.training_batch`, as the chapters' ``decode_once`` profiles train), side by
+side in one run, on CUB-layout fixtures at CUB's image size.
 
     python benchmarks/bench_loader.py [--images 512] [--workers 2] [--cpus 2] [--device auto] [--model googlenet]
 
@@ -56,13 +57,14 @@ def jpeg_batches(dataset, workers, batch, device):
 
 
 def decoded_batches(decoded, batch, device):
+    """Batches of the training view the chapters use (``data.DecodedImages.training_batch``: a random 224 crop and
+    flip of the uint8 images where they are held, then normalised), with the images on ``device``."""
     on = decoded.to(device)
     labels = torch.as_tensor(decoded.labels, device=device)
     g = torch.Generator().manual_seed(0)
     while True:
-        idx = torch.randperm(len(on), generator=g)[:batch]
-        x = augment.random_crop_flip(on.batch(idx.to(device)), padding=0, size=224)
-        yield augment.normalize(x), labels[idx.to(device)]
+        idx = torch.randperm(len(on), generator=g)[:batch].numpy()
+        yield on.training_batch(idx), labels[torch.as_tensor(idx, device=device)]
 
 
 def rate(batches, steps, batch, device, step=None):
@@ -118,7 +120,7 @@ def main():
         start = time.perf_counter()
         decoded = data.decode_once(dataset, size=256, cache=Path(tmp) / "decoded", workers=args.workers)
         result["decode_once_images_per_s"] = len(dataset) / (time.perf_counter() - start)
-        decoded = data.ArrayDataset(decoded.x.clone(), decoded.labels)  # in memory, as a chapter holds CUB
+        decoded = data.DecodedImages(decoded.x.clone(), decoded.labels, crop=224)  # in memory, as a chapter holds CUB
         result["jpeg_loader_images_per_s"] = rate(jpeg_batches(dataset, args.workers, args.batch, device),
                                                   args.steps, args.batch, device)
         result["decoded_images_per_s"] = rate(decoded_batches(decoded, args.batch, device), args.steps,

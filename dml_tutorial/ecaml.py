@@ -21,20 +21,33 @@ from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
 
 #: The metric losses of section 4.2 with the paper's hyperparameters; the triplet loss (Schroff et al., as the paper
-#: cites) mines FaceNet's semi-hard band. The released code mines half hardest, half random negatives instead.
+#: cites) mines FaceNet's semi-hard band, which falls silent once the band empties; "triplet-band-or-random" keeps a
+#: random negative where it is empty (Roth et al.'s fallback), and "triplet-released" is the released code's
+#: ``RankHardLossLayer`` (half hardest, half random negatives: :func:`~dml_tutorial.losses.rank_hard_triplet_loss`).
 LOCAL_LOSSES = {
     "triplet": partial(losses.triplet_loss, margin=0.1, squared=True, negatives="semihard-band"),
+    "triplet-band-or-random": partial(losses.triplet_loss, margin=0.1, squared=True,
+                                      negatives="semihard-band-or-random"),
+    "triplet-released": partial(losses.rank_hard_triplet_loss, margin=0.1, neg_num=120),
     "npair": losses.npairs_loss,
     "binomial": partial(losses.binomial_deviance_loss, alpha=2.0, beta=0.5, eta_neg=25.0),
 }
+#: The paper's three losses; the other entries of :data:`LOCAL_LOSSES` are triplet losses with other miners.
+PAPER_LOCALS = ("triplet", "npair", "binomial")
 #: lambda per loss on CUB and CARS (Tables 4-5); on SOP and In-Shop a tenth of these (Tables 6-7).
 LAMBDA = {"triplet": 0.02, "npair": 0.3, "binomial": 0.13}
-NAMES = {"triplet": "Triplet", "npair": "N-Pair", "binomial": "Binomial"}
+NAMES = {"triplet": "Triplet", "triplet-band-or-random": "Triplet (band or random)",
+         "triplet-released": "Triplet (released miner)", "npair": "N-Pair", "binomial": "Binomial"}
+
+
+def paper_local(local: str) -> str:
+    """The paper's loss that ``local`` is a variant of (its lambda, its rows): "triplet" for the other miners."""
+    return "triplet" if local.startswith("triplet") else local
 
 
 def paper_lambda(local: str, dataset: str) -> float:
     """The paper's lambda for ``local`` on ``dataset``: :data:`LAMBDA`, a tenth of it on "sop" (Tables 4-7)."""
-    return LAMBDA[local] * (0.1 if dataset == "sop" else 1.0)
+    return LAMBDA[paper_local(local)] * (0.1 if dataset == "sop" else 1.0)
 
 
 def label(local: str, lam: float | None = None) -> str:
@@ -42,8 +55,9 @@ def label(local: str, lam: float | None = None) -> str:
     ``"ECAML(Binomial)"``; another lambda -> ``"ECAML(Binomial), λ=0.5"``."""
     if lam == 0:
         return NAMES[local]
-    short = {"triplet": "Tri"}.get(local, NAMES[local])
-    return f"ECAML({short})" + ("" if lam is None or lam == LAMBDA[local] else f", λ={lam:g}")
+    short = {"triplet": "Tri", "triplet-band-or-random": "Tri, band or random",
+             "triplet-released": "Tri, released miner"}.get(local, NAMES[local])
+    return f"ECAML({short})" + ("" if lam is None or lam == LAMBDA[paper_local(local)] else f", λ={lam:g}")
 
 
 def ecaml_loss(
@@ -73,7 +87,7 @@ def ecaml_loss(
             f"unknown metric loss {local!r}; choose one of {sorted(LOCAL_LOSSES)}"
         )
     check_choice(ec, ("paper", "released"), "ec")
-    lam = LAMBDA[local] if lam is None else float(lam)
+    lam = LAMBDA[paper_local(local)] if lam is None else float(lam)
     if lam < 0 or fc_unit_norm < 0:
         raise ValueError(
             f"lam and fc_unit_norm must be non-negative, got {lam} and {fc_unit_norm}"
@@ -162,4 +176,4 @@ REPORTED_DIM = {
 def paper_gains(metric: str = "R@1") -> dict:
     """The paper's own gains from EC, from its quoted Tables 4-6: ``{(dataset, loss): points}`` of ``metric``."""
     return {(dataset, NAMES[local]): round(rows[label(local)][metric] - rows[label(local, 0.0)][metric], 2)
-            for dataset, rows in REPORTED.items() for local in LOCAL_LOSSES}
+            for dataset, rows in REPORTED.items() for local in PAPER_LOCALS}

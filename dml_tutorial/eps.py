@@ -62,6 +62,18 @@ def label(name: str, eps: bool) -> str:
     return ("EPS + " if eps else "") + NAMES[name]
 
 
+def classes_per_batch(cfg: dict, k: int) -> int:
+    """The classes of a batch of the positives-per-class runs (Fig. 3b) at ``k`` images per class: ``cfg["p"]``,
+    or ``positives_images // k`` where the profile sets ``positives_images``, so that every ``k`` trains on as
+    many images per step (the number of positives changes, not the batch's size or memory)."""
+    images = cfg.get("positives_images")
+    if not images:
+        return cfg["p"]
+    if images // k < 2:
+        raise ValueError(f"positives_images = {images} holds fewer than 2 classes of {k} images: no negatives")
+    return images // k
+
+
 #: How a row names a loss's setting: MS's lambda, the margins, the margin loss's beta.
 SYMBOLS = {"lam": "λ", "margin": "α", "alpha": "α", "beta": "β"}
 

@@ -238,7 +238,8 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     with as many clusters as test classes).
 
     - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch,
-      on at most :data:`CURVE_SAMPLES` samples of each split (:func:`_curve_subset`), and for an objective of
+      on at most ``cfg["curve_samples"]`` (default :data:`CURVE_SAMPLES`) samples of each split
+      (:func:`_curve_subset`), and for an objective of
       several terms (:class:`~dml_tutorial.objective.Objective`) each term's value and its weighted gradient
       norm at the embedding layer, "<term>" and "|grad| <term>", on one fixed P x K batch of the training data
       (:func:`dml_tutorial.objective.term_pulls`);
@@ -246,7 +247,8 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
       of the training samples (:func:`subsample`); both follow ``seed``;
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
       weights in ``Run.state``."""
-    seen, unseen = _curve_subset(splits.train, seed), _curve_subset(splits.test, seed)
+    size = cfg.get("curve_samples") or CURVE_SAMPLES
+    seen, unseen = _curve_subset(splits.train, seed, size), _curve_subset(splits.test, seed, size)
     workers = cfg.get("workers", 0)
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
     pulls = _pulls(data, loss_fn, p, k, seed) if curves else None  # (its batch drawn only when used)

@@ -56,6 +56,60 @@ def triplet_loss(
     return hinge.mean() if reduction == "mean" else hinge.sum() / pairs
 
 
+def rank_hard_triplet_loss(
+    embeddings,
+    labels,
+    margin: float = 0.1,
+    neg_num: int = 120,
+    hard_ratio: float = 0.5,
+    rand_ratio: float = 0.5,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The triplet loss of ECAML's released code (``RankHardLossLayer``, ``rank_hard_loss_layer.cpp``; the CARS
+    prototxt's settings: ``neg_num`` 120, ``hard_ratio`` = ``rand_ratio`` = 0.5, margin 0.1), on the dissimilarity
+    d_ij = -z_i . z_j:
+
+    - each class's first two samples in batch order, (a, b), are its pair (the layer's ``pair_size`` 2);
+    - its candidate negatives are those with a positive hinge for a, d_ab - d_an + margin > 0;
+    - with at most ``neg_num`` candidates all are kept; else ``hard_ratio * neg_num`` at random among the
+      ``neg_num`` hardest (smallest d_an), then ``rand_ratio * neg_num`` at random among the rest;
+    - each kept n adds [d_ab - d_an + margin]_+ + [d_ab - d_bn + margin]_+ (both samples as anchors);
+    - the sum is divided by a fixed count, ``neg_num`` x 2 x the number of pairs (the layer's
+      ``neg_num * num / pair_size * 2``), not by the triplets kept.
+
+    A batch without a pair or a negative gives 0 (kept in the graph)."""
+    if neg_num < 1 or not 0 <= hard_ratio <= 1 or not 0 <= rand_ratio <= 1:
+        raise ValueError(f"need neg_num >= 1 and ratios in [0, 1], got {neg_num}, {hard_ratio}, {rand_ratio}")
+    z, y = check_embeddings(embeddings, labels)
+    d = -(z @ z.T)
+    total, pairs = _zero(z), 0
+    for c in torch.unique(y):
+        members = (y == c).nonzero(as_tuple=True)[0]
+        if len(members) < 2:
+            continue
+        a, b = members[0], members[1]
+        pairs += 1
+        negatives = (y != c).nonzero(as_tuple=True)[0]
+        hinge_a = d[a, b] - d[a, negatives] + margin
+        kept = _rank_hard_choice(negatives[hinge_a.detach() > 0], d[a].detach(), neg_num, hard_ratio, rand_ratio,
+                                 generator)
+        total = total + torch.relu(d[a, b] - d[a, kept] + margin).sum() + torch.relu(d[a, b] - d[b, kept] + margin).sum()
+    return total / (neg_num * 2 * pairs) if pairs else total
+
+
+def _rank_hard_choice(candidates, d_a, neg_num, hard_ratio, rand_ratio, generator):
+    """The negatives ``RankHardLossLayer::set_mask`` keeps among ``candidates`` (sorted by ``d_a``, hardest first)."""
+    if len(candidates) <= neg_num:
+        return candidates
+    order = candidates[torch.argsort(d_a[candidates], stable=True)]
+    hardest, rest = order[:neg_num], order[neg_num:]
+    shuffled = hardest[torch.randperm(len(hardest), generator=generator).to(hardest.device)]
+    hard = shuffled[:int(neg_num * hard_ratio)]
+    rest = torch.cat([rest, shuffled[int(neg_num * hard_ratio):]])
+    rest = rest[torch.randperm(len(rest), generator=generator).to(rest.device)]
+    return torch.cat([hard, rest[:int(neg_num * rand_ratio)]])
+
+
 def contrastive_loss(
     embeddings, labels, alpha: float = 0.2, beta: float = 1.4
 ) -> torch.Tensor:

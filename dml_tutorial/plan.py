@@ -14,13 +14,17 @@ The estimate is the probe's seconds per training step (the chapter's model at it
 ``amp`` and ``channels_last`` as the profile says) times the planned steps. The probe trains a triplet loss, or the
 training's own objective where that costs more than the network (DCDL's class-wise Sinkhorn and MMD terms: most of
 a step next to the smoke profile's MLP, about 15% next to VGG-9, benchmarks/bench_discrepancy.py), on labels of as
-many classes as the training's batches hold. It leaves out the evaluations and reading images from disk, which on
-Colab's two CPU workers can be slower than a T4 trains on them; :meth:`Plan.check` prints the measured training
-time beside the estimate.
+many classes as the training's batches hold. For a dataset of JPEG files (CUB, Cars, SOP) it also counts what
+reading them costs (:func:`reading`), which on Colab's two CPUs can exceed the training: the images decoded (both
+splits once with the profile's ``decode_once``, else every batch and every evaluation pass, at the speed of one
+loader process timed on 16 of the dataset's files, times ``workers``) and the images the evaluations embed (each
+run's two splits, ECAML's per-epoch curves) at a forward probe's speed. For in-memory data the evaluations are left
+out. :meth:`Plan.check` prints the measured training time beside the estimate.
 """
 
 from __future__ import annotations
 
+import os
 import time
 from dataclasses import dataclass, field
 from functools import partial
@@ -29,7 +33,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, losses, models, noise, train
+from . import bench, clustering, data, dcdl, ecaml, eps, losses, models, noise, train
 from .data.download import SOURCES
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
@@ -38,6 +42,14 @@ TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10"
 #: Training images of the paper datasets' standard splits (class-disjoint for CUB, Cars196 and SOP).
 TRAIN_IMAGES = {"mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000, "stl10": 5_000, "cub200": 5_864,
                 "cars196": 8_054, "sop": 59_551}
+#: Test images of the same splits (the unseen classes), which every run embeds once at its end.
+TEST_IMAGES = {"cub200": 5_924, "cars196": 8_131, "sop": 60_502}
+#: Datasets read from JPEG files, whose decoding the plan counts (:func:`reading`).
+ON_DISK = ("cub200", "cars196", "sop", "flowers102")
+#: JPEGs decoded and cropped per second by one loader process when the dataset is not here yet to be timed: about
+#: 313 / 2 on this course's 2-core Xeon and 537 / 2 on an H100 host pinned to 2 CPUs (benchmarks/bench_loader.py,
+#: quality-90 JPEGs of CUB's size; results/loader_cpu.json, loader_cuda.json).
+JPEG_PER_SECOND = 150
 #: One input's shape by dataset; images read from disk are crops of the profile's ``image_size`` (224 px as the
 #: papers; :func:`data.image_transforms`).
 INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "fashion_mnist": (1, 28, 28),
@@ -61,6 +73,9 @@ class Trainings:
     shape: tuple
     loss: tuple | None = None
     classes: int | None = None
+    curve_runs: int = 0  # of the runs, those that embed curve_images after every epoch (ECAML's Fig. 2)
+    curve_images: int = 0
+    epochs: int = 0
 
     @property
     def key(self) -> tuple:
@@ -121,12 +136,16 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
     start = cfg.get("pretrained_start")  # softmax pre-training, then each loss with and without the released EC
     pre = [Trainings("softmax pre-training", s, _steps(cfg, n_train, batch, epochs=start["epochs"]), batch,
                      cfg["model"], shape),
-           Trainings("pretrained start", 2 * len(cfg["locals"]) * s, steps, batch, cfg["model"], shape)] if start else []
+           Trainings("pretrained start", 2 * len(cfg["locals"]) * s, steps, batch, cfg["model"], shape),
+           Trainings("pretrained start, not fine-tuned", s, 0, batch, cfg["model"], shape)] if start else []
     if start and start.get("lr_candidates"):  # on the validation split: one pre-training, each loss at each rate
         pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
                           steps, batch, cfg["model"], shape)]
-    return [Trainings(name, runs * s, steps, batch, cfg["model"], shape) for name, runs in
-            (("Tables 4/5", (2 + ("released" in cfg.get("ec_variants", ()))) * len(cfg["locals"])),
+    curves = {"curve_runs": 2 * len(cfg["locals"]) * s, "epochs": cfg["epochs"],  # with and without EC
+              "curve_images": min(cfg.get("curve_samples") or 5000, n_train) * 2}  # seen and unseen (at most)
+    return [Trainings(name, runs * s, steps, batch, cfg["model"], shape, **(curves if name == "Tables 4/5" else {}))
+            for name, runs in
+            (("Tables 4/5", (2 + 2 * ("released" in cfg.get("ec_variants", ()))) * len(cfg["locals"])),
              ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
              ("Table 2", 2 * len(dims)))] + pre
 
@@ -144,9 +163,9 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
                               + len([n for n in cfg.get("all_positives", []) if n in cfg["losses"]])) * s,
                   _steps(cfg, n_train, batch), batch, cfg["model"], shape),
         *_superclasses(cfg, n_train, shape),
-        *[Trainings(f"positives per class (k = {k})", s, _steps(cfg, n_train, cfg["p"] * k,
-                                                                  batches=cfg["positives_batches"]),
-                    cfg["p"] * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
+        *[Trainings(f"positives per class (k = {k})", s,
+                    _steps(cfg, n_train, eps.classes_per_batch(cfg, k) * k, batches=cfg["positives_batches"]),
+                    eps.classes_per_batch(cfg, k) * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
     ]
 
 
@@ -177,7 +196,7 @@ def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), 
     if heads:
         out.append(runs("cluster heads (released, pull)", 1, "CBS", head="released", pull="detached",
                         detach_centroids=True))
-        out.append(runs("SME without self-similarity", 1, "SME", self_similarity=False))
+        out.append(runs("SME with self-similarity", 1, "SME", self_similarity=True))
     out.append(runs("Table 4", len(cfg["ks"]), "CBSwR"))
     return out
 
@@ -225,6 +244,59 @@ def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
     options = {**({} if cfg.get("seen") is None else {"seen": cfg["seen"]}),  # None: the loader's own split
                **cfg.get("dataset_options", {})}
     return len(data.load_dataset(cfg["dataset"], split=split, root=root, **options).train)
+
+
+@dataclass
+class Reading:
+    """What a chapter on a dataset of JPEG files reads besides its training steps: ``decoded`` images decoded once
+    (``decode_once``: both splits), ``jpeg`` images decoded by the loader during training and evaluation (without
+    it), ``evaluated`` images embedded by the evaluations (each run's two splits at its end, ECAML's curves after
+    every epoch), at ``jpeg_per_second`` (all loader processes) and ``forward_seconds`` per image."""
+
+    decoded: int
+    jpeg: int
+    evaluated: int
+    jpeg_per_second: float
+    forward_seconds: float
+    measured: bool  # the decoding speed timed on the dataset's own files, not :data:`JPEG_PER_SECOND`
+
+    def seconds(self, training: float) -> float:
+        """Seconds beyond ``training`` seconds of training steps: decoding once comes before the training; the JPEG
+        loader's workers decode while the device trains and embeds, so only what they take beyond that counts."""
+        embedding = self.evaluated * self.forward_seconds
+        if self.jpeg:
+            return max(training + embedding, self.jpeg / self.jpeg_per_second) - training
+        return self.decoded / self.jpeg_per_second + embedding
+
+
+def reading(cfg: dict, trainings: list, n_train: int, forward_seconds: float, root=data.DATA_ROOT) -> Reading | None:
+    """The chapter's image reading (:class:`Reading`) when its dataset is read from JPEG files, else ``None``
+    (in-memory data: the evaluations are the training's own order of cost and the plan leaves them out). Counts
+    only the trainings of the chapter's own model on its own images (not, e.g., EPS's even/odd MNIST runs)."""
+    if cfg["dataset"] not in ON_DISK:
+        return None
+    shape, n_test = _shape(cfg), TEST_IMAGES.get(cfg["dataset"], n_train)
+    own = [t for t in trainings if t.runs and t.model == cfg["model"] and t.shape == shape]
+    evaluated = sum(t.runs * (n_train + n_test) + t.curve_runs * t.epochs * t.curve_images for t in own)
+    once = bool(cfg.get("decode_once"))
+    rate, measured = _jpeg_speed(cfg, root)
+    return Reading(n_train + n_test if once else 0, 0 if once else sum(t.images for t in own) + evaluated,
+                   evaluated, rate, forward_seconds, measured)
+
+
+def _jpeg_speed(cfg: dict, root, files: int = 16) -> tuple[float, bool]:
+    """JPEGs decoded per second by the chapter's ``workers`` loader processes (at least one, at most the CPUs):
+    one process timed on ``files`` of the dataset's own images when they are here, else :data:`JPEG_PER_SECOND`."""
+    processes = max(1, min(cfg.get("workers") or 1, os.cpu_count() or 1))
+    try:
+        splits = data.load_dataset(cfg["dataset"], root=root, download=False)
+    except (FileNotFoundError, ValueError, RuntimeError, OSError):
+        return JPEG_PER_SECOND * processes, False
+    paths = splits.train.paths[:files]
+    start = time.perf_counter()
+    for path in paths:
+        data.decoded.decode_image(path, int((cfg.get("image_size") or 224) * 256 / 224))
+    return processes * len(paths) / max(time.perf_counter() - start, 1e-9), True
 
 
 def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, bool]]:
@@ -296,6 +368,32 @@ def probe(model: str, shape: tuple, batch: int, dim: int, device, *, amp: bool =
     return (time.perf_counter() - start) / steps
 
 
+@torch.no_grad()
+def probe_forward(model: str, shape: tuple, dim: int, device, *, batch: int = 128, amp: bool = False,
+                  channels_last: bool = False, steps: int = 2) -> float:
+    """Seconds per input of ``model``'s forward pass in eval mode (an evaluation's embedding) on ``device``, on
+    random inputs of ``batch`` x ``shape``."""
+    dev = train.resolve_device(device)
+    options = {"pretrained": False} if model in models.BACKBONES else {}
+    net = models.make_model(model, shape, dim, **options).to(dev).eval()
+    image = len(shape) == 3
+    if channels_last and image:
+        net.to(memory_format=torch.channels_last)
+    x = torch.randn(batch, *shape, device=dev)
+    if channels_last and image:
+        x = x.contiguous(memory_format=torch.channels_last)
+    with torch.autocast(dev.type, dtype=train.amp_precision(dev), enabled=amp):
+        net(x)  # warm-up
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+        start = time.perf_counter()
+        for _ in range(steps):
+            net(x)
+        if dev.type == "cuda":
+            torch.cuda.synchronize(dev)
+    return (time.perf_counter() - start) / (steps * batch)
+
+
 def _duration(seconds: float) -> str:
     """``42 s``, ``3.5 min`` or ``1.2 h``."""
     if seconds < 90:
@@ -314,6 +412,7 @@ class Plan:
     trainings: list
     seconds_per_step: dict = field(default_factory=dict)  # (model, batch, shape) -> seconds
     start: int = 0  # len(train.TRAININGS) when the plan was made
+    reading: Reading | None = None  # datasets of JPEG files: decoding and evaluation passes
 
     @property
     def runs(self) -> int:
@@ -337,8 +436,18 @@ class Plan:
                 sec = self.seconds_per_step[t.key]
                 lines.append(f"  {t.section}: {t.runs} x {t.steps:,} steps of {t.batch} inputs ({t.model}, "
                              f"{sec * 1e3:,.1f} ms per step)")
-        lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; evaluations and "
-                     "reading images from disk come on top)")
+        if self.reading is None:
+            lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; evaluations "
+                         "and reading images from disk come on top)")
+            return "\n".join(lines)
+        r = self.reading
+        speed = f"{r.jpeg_per_second:,.0f} images/s {'timed on its files' if r.measured else '(assumed)'}"
+        lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps)")
+        lines.append(f"Reading images: {r.decoded + r.jpeg:,} JPEG decodes "
+                     f"({'both splits once' if r.decoded else 'every training batch and evaluation'}) at {speed}; "
+                     f"{r.evaluated:,} images embedded by the evaluations ({r.forward_seconds * 1e3:,.2f} ms each): "
+                     f"{_duration(r.seconds(self.estimate()))} beyond the training")
+        lines.append(f"Estimated time in all: {_duration(self.estimate() + r.seconds(self.estimate()))}")
         return "\n".join(lines)
 
     def check(self) -> str:
@@ -382,4 +491,9 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
                                                  else 2, dev, amp=cfg.get("amp", False) and image,
                                                  channels_last=cfg.get("channels_last", False) and image, **own)
+    if cfg["dataset"] in ON_DISK:
+        forward = probe_forward(cfg["model"], _shape(cfg), cfg["dim"], dev, amp=cfg.get("amp", False),
+                                channels_last=cfg.get("channels_last", False))
+        plan.reading = reading(cfg, trainings, n_train if n_train is not None else train_images(cfg, root),
+                               forward, root)
     return plan

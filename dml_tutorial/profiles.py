@@ -33,6 +33,9 @@ PROFILE_NAMES = ("smoke", "fashion", "glyphs", "colab", "full")
 # 224 px), which one process does far slower than a GPU trains on them; 0 for in-memory data. ``image_size``: the side
 # of the crops that images read from disk are resized to (:func:`data.image_transforms`; 224 for the pretrained
 # backbones, as the papers; the tests' dry runs use a small one so that a CPU runs the paper-scale code path fast).
+# ``decode_once``: images read from disk are decoded once into memory (data.decode_splits, at 256 px for 224-px
+# crops), then cropped, flipped and normalised on the device: on Colab's two CPUs the JPEG loader fed an H100 about
+# 660 images/s against 2,700 from memory (benchmarks/results/loader_cuda.json); ``workers`` then decode that pass.
 
 CHAPTERS = {
     "foundations": {
@@ -64,30 +67,32 @@ CHAPTERS = {
     # at ``lr`` with the fc at ``head_lr_mult`` x lr (the released ratio); with ``lr_candidates`` (glyphs) ``lr`` is
     # chosen among them on ``held_out`` seen classes. None in full: its backbone is ImageNet-pretrained already.
     "ecaml": {
-        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "model": "mlp", "dim": 64, "dropout": 0.0,
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2,
                   "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                   "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "dims": [16, 64, 128],
                   "compare_with": "CARS", "pretrained_start": {"epochs": 10, "lr": 1e-4, "head_lr_mult": 10,
                                                                  "lr_candidates": None, "held_out": None},
+                  "curve_samples": None, "ec_variants": ["paper", "released"],
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
-        "full": {"dataset": "cars196", "seen": None, "image_size": 224,
+        "full": {"dataset": "cars196", "seen": None, "image_size": 224, "decode_once": True,
                  "model": "googlenet", "dim": 512, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 2e-4, "head_lr_mult": 10,
                  "lr_step": None, "p": 64, "k": 2, "n_seeds": 1, "threads": None,
                  "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                  "lambdas": [0.001, 0.01, 0.02, 0.1, 1.0], "dropouts": [0.1, 0.25, 0.4],
-                 "dims": [128, 256, 384, 512], "compare_with": "CARS", "pretrained_start": None,
+                 "dims": [128, 256, 384, 512], "compare_with": "CARS", "pretrained_start": None, "curve_samples": 5000,
+                 "ec_variants": ["paper", "released"],
                  "data_on_device": True, "amp": True, "channels_last": True, "workers": 8},
     },
     # CBSwR (Nguyen et al. 2020): section 4. Unsupervised: trained on the seen classes' images, no labels.
     "cbswr": {
-        "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "image_size": None, "model": "convnet", "dim": 32, "epochs": 5,
+        "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "convnet", "dim": 32, "epochs": 5,
                   "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 3, "n_seeds": 3, "threads": 2,
                   "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 64], "compare_with": "CUB",
                   "heads": ["released", "oracle"], "workers": 0},
-        "full": {"dataset": "cub200", "seen": None, "image_size": 224,
+        "full": {"dataset": "cub200", "seen": None, "image_size": 224, "decode_once": True,
                  "model": "googlenet", "dim": 128, "epochs": 20,
                  "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 1, "n_seeds": 1, "threads": None,
                  "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 48, 64], "compare_with": "CUB",
@@ -95,21 +100,23 @@ CHAPTERS = {
     },
     # EPS (Levi et al. 2020): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
     "eps": {
-        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "model": "mlp", "dim": 64, "dropout": 0.0,
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
                   "nmi_plus_factor": None, "positives_per_class": [2, 16], "positives_batches": 10,
+                  "positives_images": None,
                   "all_positives": ["triplet", "margin"],
                   "superclasses": {"dataset": "digits", "options": {"seen": list(range(6))}, "size": 2, "p": 3,
                                    "k": 16},
                   "even_odd_dataset": "digits", "even_odd_epochs": 30, "even_odd_k": 32, "loss_options": {},
                   "subcluster_noise": [None, ["symmetric", 0.4]], "compare_with": "CARS",
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
-        "full": {"dataset": "cars196", "seen": None, "image_size": 224,
+        "full": {"dataset": "cars196", "seen": None, "image_size": 224, "decode_once": True,
                  "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 100, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 40, "k": 4, "n_seeds": 1, "threads": None, "losses": ["triplet", "margin", "ms"],
                  "nmi_plus_factor": None, "positives_per_class": [2, 4, 8], "positives_batches": 100,
+                 "positives_images": 160,
                  "all_positives": ["triplet", "margin"], "superclasses": None,  # Omniglot: its own Table 3
                  "even_odd_dataset": "mnist", "even_odd_epochs": 40, "even_odd_k": 64, "loss_options": {},
                  "subcluster_noise": [None, ["symmetric", 0.2], ["symmetric", 0.4]], "compare_with": "CARS",
@@ -119,12 +126,12 @@ CHAPTERS = {
     # batches_per_epoch is fixed (18 = the 1,083 training digits / 60 per batch) so that the (1 - p) clean topline
     # takes as many gradient steps as the noisy runs instead of fewer
     "noise_guarantees": {
-        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "model": "mlp", "dim": 64, "dropout": 0.0,
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 10, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "optimizer": "adam", "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2,
                   "rates": [0.0, 0.2, 0.4, 0.6], "skew_rate": 0.4,
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
-        "full": {"dataset": "cub200", "seen": None, "image_size": 224,
+        "full": {"dataset": "cub200", "seen": None, "image_size": 224, "decode_once": True,
                  "model": "resnet34", "dim": 128, "dropout": 0.0,
                  "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "optimizer": "rmsprop", "lr_step": None, "p": 12, "k": 5, "n_seeds": 1, "threads": None,
@@ -137,13 +144,13 @@ CHAPTERS = {
     # search_seeds: two on digits, whose validation classes hold 363 images (one seed's MAP@R there moves by
     # several points); one where the validation split is large (Fashion-MNIST: 12,000 images, CUB: 20 classes).
     "bench": {
-        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "model": "mlp", "dim": 64, "dropout": 0.0,
+        "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
                   "epochs": 5, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2, "methods": None,
                   "rates": [0.0, 0.4], "held_out": 2, "search_seeds": 2, "unsup_epochs": 5,
                   "unsup_batch_size": 64, "unsup_lr": 1e-3, "max_shift": 1,
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
-        "full": {"dataset": "cub200", "seen": None, "image_size": 224,
+        "full": {"dataset": "cub200", "seen": None, "image_size": 224, "decode_once": True,
                  "model": "resnet50", "dim": 128, "dropout": 0.0,
                  "epochs": 40, "batches_per_epoch": 100, "lr": 1e-5, "weight_decay": 0.0, "head_lr_mult": 1,
                  "lr_step": None, "p": 16, "k": 4, "n_seeds": 1, "threads": None, "methods": None,
@@ -309,12 +316,15 @@ CHAPTERS["dcdl"]["colab"] = _colab("dcdl", epochs=10, lr_step=None, locals=["tri
                                    noise=[None, ["symmetric", 0.3]], alone_noise=[], lambdas=[0.5])
 # ECAML: CUB and GoogLeNet, Binomial with and without EC, with the seen/unseen curves (2 runs x 15 passes of 46
 # batches of 64 classes x 2 images); the lambda, dropout and dimension tables only in full.
+# The curves: each epoch embeds curve_samples images of each split (the figure's points; 2 x 5,000 would embed
+# more images than the epoch trains on).
 CHAPTERS["ecaml"]["colab"] = _colab("ecaml", dataset="cub200", epochs=15, batches_per_epoch=46, locals=["binomial"],
                                     ablation_loss="binomial", lambdas=[], dropouts=[], dims=[512],
-                                    compare_with="CUB")
+                                    compare_with="CUB", curve_samples=1000, ec_variants=["paper"])
 # EPS: CUB and ResNet-50, Dist-Margin with and without easy positives (2 runs x 10 epochs of 100 batches), 2 and 8
-# positives per class (Fig. 3b: 2 runs x 10 epochs of 50 batches), the even/odd MNIST experiment (2 runs of 10
-# epochs) and the sub-cluster toy.
+# positives per class (Fig. 3b: 2 runs x 10 epochs of 50 batches, each of positives_images = 160 images, as Table
+# 2's 40 x 4: 40 x 8 = 320 ResNet-50 images in float16 would not fit a T4's 15 GB), the even/odd MNIST experiment
+# (2 runs of 10 epochs) and the sub-cluster toy.
 CHAPTERS["eps"]["colab"] = _colab("eps", dataset="cub200", epochs=10, losses=["margin"], positives_per_class=[2, 8],
                                   all_positives=[],  # within the T4's 30 minutes
                                   positives_batches=50, even_odd_epochs=10, compare_with="CUB")

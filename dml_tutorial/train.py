@@ -119,8 +119,9 @@ def loader(data, num_workers: int = 0, device=None, **kwargs) -> torch.utils.dat
 
 def _batches(data, sampler, device, num_workers):
     if isinstance(data, ArrayDataset):
+        view = getattr(data, "training_batch", data.batch)  # images decoded once: a random crop and flip
         for idx in sampler:
-            yield data.batch(idx).to(device, non_blocking=True), torch.as_tensor(data.labels[idx], device=device), idx
+            yield view(idx).to(device, non_blocking=True), torch.as_tensor(data.labels[idx], device=device), idx
         return
     start = 0
     for x, y in loader(data, num_workers, device, batch_sampler=sampler):

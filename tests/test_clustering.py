@@ -184,7 +184,7 @@ def test_every_cluster_head_trains_finite_with_its_logits(head):
     x, y = torch.rand(6, 1, 8, 8), torch.tensor([0, 0, 1, 1, 2, 2])
     loss, parts = obj(x, clustering.random_shift(x), y)
     loss.backward()
-    assert torch.isfinite(loss) and 0 <= parts["NMI(clusters)"] <= 1
+    assert torch.isfinite(loss) and 0 <= parts["cluster pairs, same class"] <= parts["cluster pairs"] <= 15
     logits = obj.logits(torch.nn.functional.normalize(torch.randn(5, 16), dim=1))
     if head == "released":  # BatchNorm1d, Dropout(0.6), Linear, then unit-norm logits (get_cluster_block)
         assert isinstance(obj.classifier[0], torch.nn.BatchNorm1d) and obj.classifier[1].p == 0.6
@@ -192,7 +192,7 @@ def test_every_cluster_head_trains_finite_with_its_logits(head):
     if head == "cosine":  # unit weights against a unit embedding: |logit| <= 1 / head_tau
         assert logits.abs().max() <= 1 / clustering.TAU + 1e-4 and obj.classifier.bias is None
     if head == "oracle":  # the clusters are the classes: three present, each view with its image's
-        assert parts["clusters"] == 3 and parts["NMI(clusters)"] == pytest.approx(1.0)
+        assert parts["clusters"] == 3 and clustering.pair_precision(parts) == (1.0, 3 / 15)  # 3 of 15 pairs
         with pytest.raises(ValueError, match="labels"):
             obj(x, x)
         many = torch.arange(6) * 100  # more classes than K = 8 would allow in one batch is fine too
@@ -324,3 +324,28 @@ def test_false_negative_rates_by_a_loop_over_pairs():
         clustering.false_negative_rates(labels[:1], clusters[:1])
     with pytest.raises(ValueError, match="a label and a cluster each"):
         clustering.false_negative_rates(labels, clusters[:5])
+
+
+def test_pair_counts_against_a_loop_and_the_chance_level_of_random_clusters():
+    """Pair precision counts unordered pairs (checked against a double loop); clusters drawn independently of the
+    classes score the chance level (the share of same-class pairs) on average, whatever their number: the reason
+    it replaces NMI of a batch's clusters, which random clusters push up when a batch holds many classes."""
+    g = torch.Generator().manual_seed(0)
+    classes = torch.randint(0, 60, (64,), generator=g)
+    clusters = torch.randint(0, 32, (64,), generator=g)
+    counts = clustering.pair_counts(clusters, classes)
+    loop = {"pairs": 0, "class pairs": 0, "cluster pairs": 0, "cluster pairs, same class": 0}
+    for i in range(64):
+        for j in range(i + 1, 64):
+            loop["pairs"] += 1
+            loop["class pairs"] += int(classes[i] == classes[j])
+            loop["cluster pairs"] += int(clusters[i] == clusters[j])
+            loop["cluster pairs, same class"] += int(clusters[i] == clusters[j] and classes[i] == classes[j])
+    assert counts == loop
+    classes = torch.arange(8).repeat_interleave(8)  # 8 classes of 8: 7/63 of the pairs share a class
+    draws = [clustering.pair_counts(torch.randint(0, 32, (64,), generator=g), classes) for _ in range(400)]
+    mean = {key: np.mean([d[key] for d in draws]) for key in draws[0]}
+    precision, chance = clustering.pair_precision(mean)
+    assert chance == pytest.approx(7 / 63) and precision == pytest.approx(chance, abs=0.02)
+    assert clustering.pair_precision(clustering.pair_counts(classes, classes))[0] == 1.0  # clusters = classes
+    assert np.isnan(clustering.pair_precision(clustering.pair_counts(torch.arange(64), classes))[0])

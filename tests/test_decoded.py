@@ -7,6 +7,8 @@ import torch
 from PIL import Image
 
 from dml_tutorial import data
+from dml_tutorial import augment
+from dml_tutorial.augment import IMAGENET_STD
 from dml_tutorial.data.core import ImageListDataset
 
 
@@ -56,3 +58,80 @@ def test_bad_inputs_are_clear_errors(jpegs):
         data.decode_once(jpegs, size=0)
     with pytest.raises(ValueError, match="empty"):
         data.decode_once(ImageListDataset([], np.array([], dtype=int)))
+
+
+def test_decoded_views_are_torchvisions_evaluation_crop_and_a_random_crop_of_the_same_pixels(jpegs):
+    """The evaluation view (``batch``) is what ``image_transforms(crop, train=False)`` makes of the JPEG (Resize to
+    crop x 256/224, CenterCrop, Normalize), within PIL-vs-torchvision resizing and one pixel of offset (the centre
+    of the centre square rounds a half pixel its own way: a 51-px side gives offset 19 against torchvision's 18);
+    each training view is a crop x crop window of the decoded image, mirrored or not (checked against every
+    offset)."""
+    from torchvision.transforms import Normalize, Resize, ToTensor
+
+    splits = data.Splits("fixture", "classes", jpegs, jpegs, "files")
+    decoded = data.decode_splits(splits, crop=14)  # decoded at int(14 * 256 / 224) = 16 px
+    assert isinstance(decoded.train, data.DecodedImages) and decoded.train.x.shape == (4, 3, 16, 16)
+    assert decoded.source == "files, decoded once at 16 px"
+    evaluation = decoded.test.batch(np.arange(4))
+    expected = torch.stack([data.image_transforms(14, train=False)(Image.open(p).convert("RGB")) for p in jpegs.paths])
+    assert evaluation.shape == expected.shape == (4, 3, 14, 14)
+    tolerance = 2.5 / 255 / min(IMAGENET_STD)  # 2 grey levels, normalised
+    exact = [(e - x).abs().max() <= tolerance for e, x in zip(evaluation, expected)]
+    assert sum(exact) >= 3, exact  # three of the four fixtures round alike
+    for path, view in zip(jpegs.paths, evaluation):
+        resized = Normalize(augment.IMAGENET_MEAN, IMAGENET_STD)(ToTensor()(Resize(16)(Image.open(path).convert("RGB"))))
+        top, left = round((resized.shape[1] - 14) / 2), round((resized.shape[2] - 14) / 2)
+        shifted = [resized[:, top + i:top + i + 14, left + j:left + j + 14] for i in (-1, 0, 1) for j in (-1, 0, 1)
+                   if 0 <= top + i <= resized.shape[1] - 14 and 0 <= left + j <= resized.shape[2] - 14]
+        assert min((view - w).abs().max() for w in shifted) <= tolerance
+    torch.manual_seed(0)
+    views = decoded.train.training_batch(np.arange(4))
+    assert views.shape == (4, 3, 14, 14)
+    for x, view in zip(decoded.train.x, views):
+        windows = [x[:, i:i + 14, j:j + 14] for i in range(3) for j in range(3)]
+        windows = [decoded.train._normalised(w[None])[0] for w in windows + [w.flip(-1) for w in windows]]
+        assert any(torch.equal(view, w) for w in windows)
+
+
+def test_decoded_images_keep_their_views_through_subset_labels_and_device(jpegs):
+    decoded = data.decode_splits(data.Splits("f", "classes", jpegs, jpegs, "files"), crop=12).train
+    for same in (decoded.subset(decoded.labels == 0), decoded.with_labels([1, 0, 1, 0]), decoded.to("cpu")):
+        assert isinstance(same, data.DecodedImages) and same.crop == 12
+        assert same.batch([0]).shape == (1, 3, 12, 12)
+    assert len(decoded.subset(decoded.labels == 0)) == 2
+    with pytest.raises(ValueError, match="uint8"):
+        data.DecodedImages(torch.zeros(2, 3, 8, 8), [0, 1])
+    with pytest.raises(ValueError, match="does not fit"):
+        data.DecodedImages(torch.zeros(2, 3, 8, 8, dtype=torch.uint8), [0, 1], crop=9)
+
+
+def test_fit_and_the_unsupervised_pairs_train_on_random_crops_and_embed_the_centre(jpegs):
+    """``train.fit`` asks a DecodedImages for its training view (random crops: two epochs see different inputs)
+    and ``train.embed`` for the evaluation view; CBSwR's pairs are two independent draws of the random crop."""
+    from dml_tutorial import clustering, models, sampling, train
+
+    decoded = data.decode_splits(data.Splits("f", "classes", jpegs, jpegs, "files"), crop=12).train
+    seen = []
+    model = models.make_model("convnet", (3, 12, 12), 4)
+    loss = lambda z, y: z.pow(2).sum() * 0.0 + z.sum() * 0.0  # noqa: E731 (no update needed, only the inputs)
+    original = model.forward
+
+    def spy(x, **kw):
+        seen.append(x.detach().clone())
+        return original(x, **kw)
+
+    model.forward = spy
+    train.fit(model, loss, decoded, epochs=2, sampler=sampling.PKSampler(decoded.labels, p=2, k=2, seed=0),
+              device="cpu", progress=False)
+    assert len(seen) == 2 and all(x.shape == (4, 3, 12, 12) for x in seen)
+    assert not torch.equal(seen[0], seen[1])  # another crop (or order) each epoch
+    embedded = train.embed(model, decoded)
+    assert torch.equal(seen[-1], decoded.batch(np.arange(4)))  # embed: the centre crop, in order
+    assert embedded.shape == (4, 4)
+    x, x_hat, y = next(clustering._pairs(decoded, 4, None, torch.Generator().manual_seed(0), "cpu"))
+    assert x.shape == x_hat.shape == (4, 3, 12, 12) and not torch.equal(x, x_hat)
+
+
+def test_a_models_input_shape_is_the_crop_not_the_decoded_side(jpegs):
+    decoded = data.decode_splits(data.Splits("f", "classes", jpegs, jpegs, "files"), crop=12).train
+    assert data.input_shape(decoded) == (3, 12, 12) and decoded.x.shape[1:] == (3, 13, 13)

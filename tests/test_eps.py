@@ -186,3 +186,17 @@ def test_superclass_labels_keep_each_images_own_class_as_its_letter():
         eps.by_superclass(splits)  # the digits carry no superclass of their own
     both = eps.REPORTED_SUPERCLASSES["EPS + Trip. + SH"]  # Table 3's two halves: letters 68.4, alphabets 85.2
     assert both["R@1"] == 68.4 and both["R@1 (superclass)"] == 85.2
+
+
+def test_positives_runs_keep_the_images_per_step_where_the_profile_fixes_them():
+    """Fig. 3b's runs: k images of each of positives_images // k classes (the batch's size and memory stay those of
+    Table 2's 40 x 4 in the colab profile), or the profile's p where it does not fix them."""
+    from dml_tutorial import profiles
+
+    colab = profiles.settings("eps", "colab")
+    assert [eps.classes_per_batch(colab, k) * k for k in colab["positives_per_class"]] == [160, 160]
+    assert [eps.classes_per_batch(colab, k) for k in colab["positives_per_class"]] == [80, 20]
+    smoke = profiles.settings("eps", "smoke")
+    assert [eps.classes_per_batch(smoke, k) for k in smoke["positives_per_class"]] == [smoke["p"]] * 2
+    with pytest.raises(ValueError, match="no negatives"):
+        eps.classes_per_batch({**colab, "positives_images": 60}, 40)

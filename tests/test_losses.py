@@ -425,3 +425,61 @@ def test_margin_loss_degenerate_batches(negatives, case):
     assert torch.isfinite(loss) and torch.isfinite(z.grad).all()
     if case != "duplicates":
         assert loss.item() == 0.0
+
+
+def _rank_hard_loop(z, y, margin, neg_num, hard_only):
+    """``RankHardLossLayer`` (ECAML's rank_hard_loss_layer.cpp) transcribed loop for loop, in the two settings where
+    its choice is not random: every candidate kept (at most neg_num of them), or hard_ratio 1 / rand_ratio 0 (the
+    neg_num hardest). Pairs are each class's first two samples, as the layer reads a batch laid out in pairs."""
+    z = z.double().tolist()
+    y = y.tolist()
+    num = len(y)
+    dis = [[-sum(a * b for a, b in zip(z[i], z[j])) for j in range(num)] for i in range(num)]
+    loss, pairs = 0.0, 0
+    for c in dict.fromkeys(y):
+        members = [i for i in range(num) if y[i] == c]
+        if len(members) < 2:
+            continue
+        i, i1 = members[:2]
+        pairs += 1
+        neg = [(dis[i][j], j) for j in range(num) if y[j] != c and max(0.0, dis[i][i1] - dis[i][j] + margin) > 0]
+        if len(neg) > neg_num:
+            assert hard_only
+            neg = sorted(neg)[:neg_num]
+        for _, j in neg:
+            loss += max(0.0, dis[i][i1] - dis[i][j] + margin) + max(0.0, dis[i][i1] - dis[i1][j] + margin)
+    return loss / (neg_num * pairs * 2) if pairs else 0.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_rank_hard_triplet_matches_the_released_layers_loop(seed):
+    g = torch.Generator().manual_seed(seed)
+    z = torch.nn.functional.normalize(torch.randn(24, 8, generator=g), dim=1)
+    y = torch.arange(12).repeat_interleave(2)[torch.randperm(24, generator=g)]
+    every = losses.rank_hard_triplet_loss(z, y, margin=0.1, neg_num=120)  # at most 22 candidates: all kept
+    assert every.item() == pytest.approx(_rank_hard_loop(z, y, 0.1, 120, False), rel=1e-6)
+    hardest = losses.rank_hard_triplet_loss(z, y, margin=0.5, neg_num=5, hard_ratio=1.0, rand_ratio=0.0)
+    assert hardest.item() == pytest.approx(_rank_hard_loop(z, y, 0.5, 5, True), rel=1e-6)
+
+
+def test_rank_hard_triplet_keeps_half_hardest_half_random():
+    """With more candidates than neg_num, hard_ratio * neg_num of the kept negatives lie among the neg_num hardest,
+    the rest anywhere: each choice is neg_num distinct candidates, and over draws every candidate is chosen."""
+    d = -torch.linspace(1, 0, 40)  # candidate k is the k-th hardest
+    candidates = torch.arange(40)
+    seen = set()
+    for s in range(50):
+        kept = losses._rank_hard_choice(candidates, d, 10, 0.5, 0.5, torch.Generator().manual_seed(s)).tolist()
+        assert len(kept) == len(set(kept)) == 10 and sum(k < 10 for k in kept) >= 5
+        seen |= set(kept)
+    assert seen == set(range(40))
+
+
+def test_rank_hard_triplet_without_pairs_or_negatives_is_zero_and_keeps_its_graph():
+    z = torch.randn(4, 3, requires_grad=True)
+    for y in (torch.arange(4), torch.zeros(4, dtype=torch.long)):
+        loss = losses.rank_hard_triplet_loss(z, y)
+        loss.backward()
+        assert loss.item() == 0.0 and torch.isfinite(z.grad).all()
+    with pytest.raises(ValueError, match="neg_num"):
+        losses.rank_hard_triplet_loss(z, torch.arange(4), neg_num=0)

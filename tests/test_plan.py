@@ -95,12 +95,15 @@ def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
     p = plan.make("ecaml", cfg, "cpu", n_train=1_000)
     assert probed == [("mlp", cfg["p"] * cfg["k"])]  # four sections of one shape: one probe
     lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]  # its own: Table 4's
-    expected = cfg["n_seeds"] * (2 * len(cfg["locals"]) + len(lambdas) + len(cfg["dropouts"]) + 2 * (len(cfg["dims"]) - 1))
-    expected += cfg["n_seeds"] * (1 + 2 * len(cfg["locals"]))  # the pretrained start: pre-training, then each loss
-    assert p.runs == expected                                   # with and without the released EC
+    released = 2 * len(cfg["locals"]) * ("released" in cfg["ec_variants"])  # the released EC and its baseline
+    expected = cfg["n_seeds"] * (2 * len(cfg["locals"]) + released + len(lambdas) + len(cfg["dropouts"])
+                                 + 2 * (len(cfg["dims"]) - 1))
+    # the pretrained start: pre-training, the start itself (0 steps), then each loss with and without the released EC
+    expected += cfg["n_seeds"] * (2 + 2 * len(cfg["locals"]))
+    assert p.runs == expected
     steps = cfg["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))
     pre_steps = cfg["pretrained_start"]["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))  # the pre-trainings' epochs
-    assert p.estimate() == pytest.approx(((expected - cfg["n_seeds"]) * steps + cfg["n_seeds"] * pre_steps) * 0.01)
+    assert p.estimate() == pytest.approx(((expected - 2 * cfg["n_seeds"]) * steps + cfg["n_seeds"] * pre_steps) * 0.01)
     text = str(p)
     assert "Plan of the ecaml chapter, smoke profile, on CPU" in text and f"Trainings: {expected}" in text
     assert "Downloads:\n  none" in text
@@ -137,14 +140,15 @@ def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
     cfg = {**profiles.settings("cbswr", "smoke"), "hidden": 48, "model": "mlp"}
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
-    heads = len(cfg["heads"]) + 2  # and the released pull, and SME without self-similarity
+    heads = len(cfg["heads"]) + 2  # and the released pull, and SME with self-similarity (ours before)
     assert p.runs == cfg["n_seeds"] * (len(cfg["methods"]) + heads + len(cfg["ks"]))
     assert len(probed) == len(cfg["methods"]) + heads and all(kw["hidden"] == 48 for kw in probed)
     net = models.make_model("mlp", (1, 40), 8, hidden=48)
     built = [kw["objective"](net) for kw in probed]
     assert [type(o).__name__ for o in built[:4]] == ["SME", "CBSwR", "CBSwR", "CBSwR"]
     assert [o.head for o in built[4:-1]] == [*cfg["heads"], "released"] and built[-2].pull == "detached"
-    assert type(built[-1]).__name__ == "SME" and not built[-1].self_similarity
+    assert type(built[-1]).__name__ == "SME" and built[-1].self_similarity
+    assert not built[0].self_similarity  # the ablation's SME: as the released codes compute it
     real = plan.probe("mlp", (1, 40), 16, 8, "cpu", steps=1, hidden=48,
                       objective=lambda net: clustering.make_objective("CBSwR", net, (1, 40), cfg))
     assert real > 0
@@ -234,3 +238,41 @@ def test_cbswr_plan_counts_the_head_search_and_leaves_out_the_chosen_heads_row(m
     smoke = {**profiles.settings("cbswr", "smoke"), "head": "released"}  # a head fixed in advance
     assert plan.make("cbswr", smoke, "cpu", n_train=1_000).runs == smoke["n_seeds"] * (
         len(smoke["methods"]) + len(smoke["heads"]) - 1 + 2 + len(smoke["ks"]))
+
+
+def test_reading_counts_decoding_once_or_every_pass_and_every_evaluation(monkeypatch):
+    """ECAML's colab profile on CUB, counted by hand from the profile's settings: each run embeds CUB's two splits
+    (5,864 + 5,924) at its end, and the two runs with curves embed curve_samples of each split after every epoch;
+    decoded once, both splits are decoded once; without, every trained and every embedded image is a JPEG decode."""
+    cfg = profiles.settings("ecaml", "colab")
+    assert cfg["decode_once"] and cfg["curve_samples"] == 1000 and cfg["epochs"] == 15
+    n_train, n_test = 5_864, 5_924
+    trainings = plan.COUNTS["ecaml"](cfg, n_train)
+    runs = sum(t.runs for t in trainings)
+    evaluated = runs * (n_train + n_test) + 2 * 15 * 2 * 1000  # binomial with and without EC: 2 curve runs
+    r = plan.reading(cfg, trainings, n_train, 1e-3, root="/nonexistent")
+    assert (r.decoded, r.jpeg, r.evaluated, r.measured) == (n_train + n_test, 0, evaluated, False)
+    assert r.jpeg_per_second == plan.JPEG_PER_SECOND * 2  # the profile's two loader workers, on any 2+ CPUs
+    assert r.seconds(60.0) == pytest.approx((n_train + n_test) / r.jpeg_per_second + evaluated * 1e-3)
+    trained = sum(t.images for t in trainings)
+    jpeg = plan.reading({**cfg, "decode_once": False}, trainings, n_train, 1e-3, root="/nonexistent")
+    assert (jpeg.decoded, jpeg.jpeg) == (0, trained + evaluated)
+    decoding = jpeg.jpeg / jpeg.jpeg_per_second  # the workers decode while the device trains: the longer counts
+    assert jpeg.seconds(60.0) == pytest.approx(max(60.0 + evaluated * 1e-3, decoding) - 60.0)
+    assert jpeg.seconds(1e6) == pytest.approx(evaluated * 1e-3)  # a slow device: decoding hides behind it
+    assert plan.reading(profiles.settings("ecaml", "smoke"), trainings, n_train, 1e-3) is None  # in memory
+
+
+def test_the_plan_prints_reading_for_jpeg_datasets_only(monkeypatch):
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    monkeypatch.setattr(plan, "probe_forward", lambda *a, **kw: 0.002)
+    monkeypatch.setattr(plan, "_jpeg_speed", lambda cfg, root: (100.0, False))
+    text = str(plan.make("cbswr", profiles.settings("cbswr", "colab"), "cpu", root="/nonexistent"))
+    assert "Reading images: 11,788 JPEG decodes (both splits once) at 100 images/s (assumed)" in text
+    assert "Estimated time in all:" in text
+    smoke = str(plan.make("cbswr", profiles.settings("cbswr", "smoke"), "cpu", n_train=100))
+    assert "Reading images" not in smoke and "evaluations and reading images from disk come on top" in smoke
+
+
+def test_probe_forward_times_an_evaluation_pass():
+    assert 0 < plan.probe_forward("convnet", (1, 28, 28), 8, "cpu", batch=8, steps=1) < 10

@@ -39,7 +39,7 @@ from .core import (
     split_by_sample,
     stack,
 )
-from .decoded import decode_once
+from .decoded import DecodedImages, decode_once, decode_splits
 from .fashion import DEBIAN_FASHION_MNIST, FASHION_MNIST_SEEN, FASHION_MNIST_SHA256, fashion_mnist
 from .from_torchvision import (
     CIFAR10_CLASSES,
@@ -75,6 +75,7 @@ __all__ = [
     "DATASETS",
     "DATA_ROOT",
     "DEBIAN_FASHION_MNIST",
+    "DecodedImages",
     "FASHION_MNIST_SEEN",
     "FASHION_MNIST_SHA256",
     "GLYPH_FACES",
@@ -88,6 +89,7 @@ __all__ = [
     "cifar100_coarse_labels",
     "cub200",
     "decode_once",
+    "decode_splits",
     "digits",
     "fashion_mnist",
     "flowers102",

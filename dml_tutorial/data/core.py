@@ -43,8 +43,9 @@ class ArrayDataset(torch.utils.data.Dataset):
         return self.batch([i])[0], int(self.labels[i])
 
     def subset(self, mask) -> ArrayDataset:
-        mask = np.asarray(mask)
-        return ArrayDataset(self.x[torch.as_tensor(mask)], self.labels[mask], {k: v[mask] for k, v in self.extras.items()})
+        mask = np.asarray(mask)  # replace(): a subclass (e.g. DecodedImages) keeps its class and its views
+        return replace(self, x=self.x[torch.as_tensor(mask, device=self.x.device)], labels=self.labels[mask],
+                       extras={k: v[mask] for k, v in self.extras.items()})
 
     def with_labels(self, labels) -> ArrayDataset:
         """The same samples with other labels (e.g. corrupted ones); the clean labels go to ``extras['clean']``."""
@@ -95,9 +96,10 @@ def stack(dataset, indices) -> torch.Tensor:
 
 def input_shape(dataset) -> tuple:
     """The shape of one model input: an in-memory dataset's sample shape, or for images read from disk the shape
-    of its first image after its transform (3 x 224 x 224 under the papers' :func:`image_transforms`)."""
+    of its first image after its transform (3 x 224 x 224 under the papers' :func:`image_transforms`); for images
+    decoded once (:class:`~dml_tutorial.data.DecodedImages`), the shape of its crops."""
     if hasattr(dataset, "x"):
-        return tuple(dataset.x.shape[1:])
+        return tuple(dataset.batch([0]).shape[1:])
     image = dataset[0][0]
     if not isinstance(image, torch.Tensor):
         raise TypeError("images read from disk need a transform to tensors (data.image_transforms) to have a shape")

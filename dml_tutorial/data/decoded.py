@@ -7,6 +7,15 @@ each image once (shorter side resized to ``size``, centre-cropped to ``size`` x 
 256 px are 2.3 GB) moves that cost out of every epoch and every evaluation pass.
 
     decoded = decode_once(splits.train, size=256, cache="data/decoded")   # an ArrayDataset of uint8 images
+    splits = decode_splits(splits, crop=224, cache="data/decoded")  # both splits at 256 px, as DecodedImages
+
+A :class:`DecodedImages` is what the chapters train on (profile key ``decode_once``): its :meth:`~DecodedImages.batch`
+is the evaluation view (the central ``crop`` x ``crop``, normalised: torchvision's ``Resize(256)``,
+``CenterCrop(224)``, ``Normalize``), used for embedding and batch-norm statistics; its
+:meth:`~DecodedImages.training_batch` the training view (a random ``crop`` x ``crop`` and a random flip,
+normalised), which :func:`dml_tutorial.train.fit` asks for. Both crop the uint8 images before converting them, on the
+device that holds them (``ArrayDataset.to``). The training view crops the 256-px centre square at a random offset,
+where torchvision's ``RandomResizedCrop`` samples scale and aspect: the papers' released codes use either.
 
 The array is cached as ``<cache>/<name>.npy`` with its SHA-256 in ``<name>.sha256`` beside it; the name holds the
 size and a hash of the file list, so another dataset or size never reads it, and a file whose checksum does not
@@ -15,6 +24,7 @@ match is decoded again. ``benchmarks/bench_loader.py`` measures it against the J
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 import sys
@@ -24,7 +34,8 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from .core import ArrayDataset, ImageListDataset
+from .. import augment
+from .core import ArrayDataset, ImageListDataset, Splits
 
 
 def decode_image(path, size: int = 256) -> np.ndarray:
@@ -120,3 +131,49 @@ def _decode(paths, size, workers, progress, path) -> np.ndarray:
         os.replace(tmp, path)
         return np.load(path, mmap_mode="r")
     return out
+
+
+@dataclasses.dataclass
+class DecodedImages(ArrayDataset):
+    """uint8 images decoded once (``x``: [N, 3, size, size]) with two views of ``crop`` x ``crop`` px, normalised
+    by ``mean`` / ``std`` (ImageNet's): :meth:`batch`, the centre crop (evaluation), and :meth:`training_batch`,
+    a random crop and flip (training)."""
+
+    crop: int = 224
+    mean: tuple = augment.IMAGENET_MEAN
+    std: tuple = augment.IMAGENET_STD
+
+    def __post_init__(self):
+        super().__post_init__()
+        if self.x.dtype != torch.uint8 or self.x.dim() != 4:
+            raise ValueError(f"DecodedImages holds uint8 images [N, C, H, W], got {self.x.dtype} {tuple(self.x.shape)}")
+        if not 0 < self.crop <= min(self.x.shape[-2:]):
+            raise ValueError(f"crop {self.crop} does not fit images of {tuple(self.x.shape[-2:])} px")
+
+    def _normalised(self, x: torch.Tensor) -> torch.Tensor:
+        return augment.normalize(x.float().div_(255.0), self.mean, self.std)
+
+    def batch(self, idx) -> torch.Tensor:
+        """The evaluation view of samples ``idx``: the central ``crop`` x ``crop``, normalised (float32)."""
+        x = self.x[torch.as_tensor(idx, dtype=torch.long, device=self.x.device)]
+        return self._normalised(augment.center_crop(x, self.crop))
+
+    def training_batch(self, idx, generator=None) -> torch.Tensor:
+        """The training view of samples ``idx``: a random ``crop`` x ``crop`` of each image and a random
+        horizontal flip (:func:`dml_tutorial.augment.random_crop_flip`), normalised (float32)."""
+        x = self.x[torch.as_tensor(idx, dtype=torch.long, device=self.x.device)]
+        return self._normalised(augment.random_crop_flip(x, padding=0, size=self.crop, generator=generator))
+
+
+def decode_splits(splits: Splits, crop: int = 224, size: int | None = None, cache=None, workers: int = 0,
+                  progress: bool = False) -> Splits:
+    """``splits`` with both its training and test images decoded once (:func:`decode_once`, cached in ``cache``)
+    at the side ``size`` (default ``crop`` x 256 / 224, as :func:`~dml_tutorial.data.image_transforms` resizes
+    before its centre crop) as :class:`DecodedImages` of ``crop``-px views. The chapters call it where their
+    profile sets ``decode_once`` and the dataset is read from disk (CUB, Cars, SOP)."""
+    size = size or int(crop * 256 / 224)
+    views = {}
+    for name in ("train", "test"):
+        raw = decode_once(getattr(splits, name), size, cache, workers, progress)
+        views[name] = DecodedImages(raw.x, raw.labels, raw.extras, crop=crop)
+    return dataclasses.replace(splits, **views, source=f"{splits.source}, decoded once at {size} px")
