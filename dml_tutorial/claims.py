@@ -27,7 +27,7 @@ import numpy as np
 import pandas as pd
 
 from . import evidence
-from .experiment import REFERENCES  # the reference rows every main table carries
+from .experiment import REFERENCES, STARTED  # the reference rows every main table carries; a start's
 from .plots import label_tex
 from .records import merge_seeds
 
@@ -200,6 +200,8 @@ def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) 
     refs = {r: measured[r][column] for r in REFERENCES if column in measured.get(r, {})}
     if len(refs) < len(REFERENCES):
         return False, "the table has no raw-input and untrained-network rows to gate on"
+    if column in measured.get(STARTED, {}):  # a pretrained start: the fine-tuned control must beat it too
+        refs[STARTED] = measured[STARTED][column]
     passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100, confidence)
     return passes, (f"{reason} ({column})" if column != claim.column else reason)
 

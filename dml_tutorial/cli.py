@@ -311,6 +311,20 @@ def _report(args, parser) -> int:
     return 0
 
 
+def _pretrain(args, parser) -> int:
+    """``dml-tutorial pretrain NAME``: build a test bed's pretrained start (:func:`dml_tutorial.pretrain.build_start`)
+    under ``--root``, and print its record."""
+    from . import pretrain
+
+    if args.name not in pretrain.STARTS:
+        parser.error(f"unknown start {args.name!r}; known: {', '.join(pretrain.STARTS)}")
+    record = pretrain.build_start(args.name, root=args.root, progress=True)
+    weights, record_path = pretrain.start_paths(args.name, args.root)
+    print(f"wrote {weights} (SHA-256 {record['sha256'][:12]}...) and {record_path}: {record['images']:,} images "
+          f"of {record['classes']:,} characters, {record['seconds']:.0f} s")
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from .report import PAGES, RESULTS
 
@@ -351,7 +365,10 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write the 'results at scale' pages from the results files")
     report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
-    for command, handler in ((run, _run), (sweep, _sweep), (report, _report)):
+    pretrain = sub.add_parser("pretrain", help="build a test bed's pretrained start (its ImageNet), once")
+    pretrain.add_argument("name", help="the start, e.g. glyphs2 (dml_tutorial.pretrain.STARTS)")
+    pretrain.add_argument("--root", type=Path, default=Path("data"), help="the data folder (default: data)")
+    for command, handler in ((run, _run), (sweep, _sweep), (report, _report), (pretrain, _pretrain)):
         command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage
     return parser
 

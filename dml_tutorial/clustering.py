@@ -384,12 +384,16 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
                        keep_objective: bool = False):
     """Section 4's protocol: train ``cfg["model"]`` with ``method`` on the training split's images (the seen
     classes; labels unused), then measure retrieval and clustering on the test split (the unseen classes):
-    Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k and those of
-    :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
+    Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k, ``start`` (a
+    pretrained trunk, :func:`dml_tutorial.pretrain.load_start`) and those of :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
     holds the trained objective (model, cluster classifier, decoder) for pictures."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
+    if cfg.get("start"):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
+        from . import experiment, pretrain
+
+        experiment.load_init(model, pretrain.load_start(cfg["start"]))
     objective = make_objective(method, model, in_shape, cfg)
     start = time.perf_counter()
     history = train_unsupervised(objective, splits.train, epochs=cfg["epochs"], batch_size=cfg["batch_size"],

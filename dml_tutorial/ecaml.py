@@ -20,28 +20,40 @@ from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
 
-#: The metric losses of section 4.2 with the paper's hyperparameters; the triplet loss (Schroff et al., as the paper
-#: cites) mines FaceNet's semi-hard band, which falls silent once the band empties; "triplet-band-or-random" keeps a
-#: random negative where it is empty (Roth et al.'s fallback), and "triplet-released" is the released code's
-#: ``RankHardLossLayer`` (half hardest, half random negatives: :func:`~dml_tutorial.losses.rank_hard_triplet_loss`).
+MINERS = ("band", "band-or-random", "released")
+
+
+def triplet(embeddings, labels, miner: str = "band", **options):
+    """ECAML's triplet loss (eq. 8: squared distances of unit vectors, m = 0.1) with one of :data:`MINERS`:
+    ``"band"``, FaceNet's semi-hard band (Schroff et al., as the paper cites), which falls silent once the band
+    empties; ``"band-or-random"``, a random negative where it is empty (Roth et al.'s fallback); ``"released"``,
+    the released code's ``RankHardLossLayer``, half hardest and half random negatives on -z.z
+    (:func:`~dml_tutorial.losses.rank_hard_triplet_loss`, margin 0.1). ``options`` go to the loss."""
+    check_choice(miner, MINERS, "miner")
+    if miner == "released":
+        return losses.rank_hard_triplet_loss(embeddings, labels, **{"margin": 0.1, **options})
+    negatives = "semihard-band" if miner == "band" else "semihard-band-or-random"
+    return losses.triplet_loss(embeddings, labels, **{"margin": 0.1, "squared": True, "negatives": negatives,
+                                                       **options})
+
+
+#: The metric losses of section 4.2 with the paper's hyperparameters (the triplet's miner is a setting:
+#: ``local_options={"triplet": {"miner": "released"}}``).
 LOCAL_LOSSES = {
-    "triplet": partial(losses.triplet_loss, margin=0.1, squared=True, negatives="semihard-band"),
-    "triplet-band-or-random": partial(losses.triplet_loss, margin=0.1, squared=True,
-                                      negatives="semihard-band-or-random"),
-    "triplet-released": partial(losses.rank_hard_triplet_loss, margin=0.1, neg_num=120),
+    "triplet": triplet,
     "npair": losses.npairs_loss,
     "binomial": partial(losses.binomial_deviance_loss, alpha=2.0, beta=0.5, eta_neg=25.0),
 }
-#: The paper's three losses; the other entries of :data:`LOCAL_LOSSES` are triplet losses with other miners.
+#: The paper's three losses, whose rows its tables quote.
 PAPER_LOCALS = ("triplet", "npair", "binomial")
 #: lambda per loss on CUB and CARS (Tables 4-5); on SOP and In-Shop a tenth of these (Tables 6-7).
 LAMBDA = {"triplet": 0.02, "npair": 0.3, "binomial": 0.13}
-NAMES = {"triplet": "Triplet", "triplet-band-or-random": "Triplet (band or random)",
-         "triplet-released": "Triplet (released miner)", "npair": "N-Pair", "binomial": "Binomial"}
+NAMES = {"triplet": "Triplet", "npair": "N-Pair", "binomial": "Binomial"}
 
 
 def paper_local(local: str) -> str:
-    """The paper's loss that ``local`` is a variant of (its lambda, its rows): "triplet" for the other miners."""
+    """The paper's loss whose lambda and rows ``local`` takes (each local loss is one of the paper's; a variant
+    named ``triplet-...`` would take the triplet's)."""
     return "triplet" if local.startswith("triplet") else local
 
 
@@ -55,8 +67,7 @@ def label(local: str, lam: float | None = None) -> str:
     ``"ECAML(Binomial)"``; another lambda -> ``"ECAML(Binomial), λ=0.5"``."""
     if lam == 0:
         return NAMES[local]
-    short = {"triplet": "Tri", "triplet-band-or-random": "Tri, band or random",
-             "triplet-released": "Tri, released miner"}.get(local, NAMES[local])
+    short = {"triplet": "Tri"}.get(local, NAMES[local])
     return f"ECAML({short})" + ("" if lam is None or lam == LAMBDA[paper_local(local)] else f", λ={lam:g}")
 
 

@@ -120,7 +120,8 @@ def decides(profile: str | None, seeds: int) -> tuple[bool, str]:
 def gate(control, references: dict, smallest_effect: float, confidence: float = 0.95) -> tuple[bool, str]:
     """The one gate rule: can the claim show on this test bed? ``control``: the claim's control trained row per
     seed (its no-term baseline, on clean labels for a claim about noise); ``references``: ``{name: per-seed
-    values}`` of the raw-input and untrained-network rows on the same seeds. It passes when, for every reference,
+    values}`` of the raw-input and untrained-network rows on the same seeds (and of the pretrained start, not
+    fine-tuned, where a profile starts from one). It passes when, for every reference,
     the paired ``confidence`` interval (the claim's adjusted level) of control - reference lies above
     ``smallest_effect`` (fractions): training must beat what the input already holds by the size that matters.
     Returns ``(passes, reason)``."""
@@ -132,8 +133,9 @@ def gate(control, references: dict, smallest_effect: float, confidence: float = 
             return False, (f"the trained control is not shown to beat the {name} by {100 * smallest_effect:g} "
                            f"points ({100 * d['mean']:+.1f}, {100 * confidence:.1f}% CI {100 * d['ci'][0]:+.1f} "
                            f"to {100 * d['ci'][1]:+.1f})")
-    return True, (f"the trained control beats the raw input and the untrained network by more than "
-                  f"{100 * smallest_effect:g} points")
+    beaten = ("the raw input and the untrained network" if len(references) <= 2 else
+              "the raw input, the untrained network and the pretrained start (not fine-tuned)")
+    return True, f"the trained control beats {beaten} by more than {100 * smallest_effect:g} points"
 
 
 def verdict(diff: dict, smallest_effect: float, *, paper_relative: float | None = None,

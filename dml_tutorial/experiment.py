@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from . import __version__, augment, evidence, metrics, models, objective, sampling, train
+from . import __version__, augment, evidence, metrics, models, objective, pretrain, sampling, train
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
@@ -70,8 +70,10 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(data)
     model = models.from_settings(cfg, in_shape)
+    if init is None and cfg.get("start"):  # a pretrained trunk; the embedding layer stays the seed's
+        init = pretrain.load_start(cfg["start"])
     if init is not None:
-        model.load_state_dict(init)
+        load_init(model, init)
     head = list(model.embedding.parameters())
     trunk = [q for q in model.parameters() if all(q is not h for h in head)]
     groups = [{"params": trunk}, {"params": head, "lr": cfg["lr"] * cfg.get("head_lr_mult", 1)}]
@@ -89,6 +91,18 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
                         channels_last=cfg.get("channels_last", False), num_workers=cfg.get("workers", 0),
                         description=getattr(loss_fn, "__name__", "training"))
     return model, history, time.perf_counter() - start
+
+
+def load_init(model: torch.nn.Module, init: dict) -> None:
+    """Load ``init`` into ``model``: a whole state dict, or a trunk's (a start's, without the embedding layer, which
+    keeps its initialisation). Any other missing or unexpected key is an error."""
+    try:
+        result = model.load_state_dict(init, strict=False)
+    except RuntimeError as err:  # a tensor of another shape: another network
+        raise ValueError(f"the start does not fit the model: {str(err).splitlines()[1].strip()}") from err
+    missing = [k for k in result.missing_keys if not k.startswith("embedding.")]
+    if missing or result.unexpected_keys:
+        raise ValueError(f"the start does not fit the model: missing {missing}, unexpected {result.unexpected_keys}")
 
 
 def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
@@ -123,6 +137,10 @@ def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed:
 
 
 REFERENCES = ("raw input", "untrained network")
+#: The third reference row, where a profile starts from a pretrained trunk (``cfg["start"]``,
+#: :func:`dml_tutorial.pretrain.load_start`): its features as they are, before any fine-tuning (ImageNet features
+#: on CUB, in small). A fine-tuned row that does not beat it has learned nothing the start did not hold.
+STARTED = "pretrained, not fine-tuned"
 
 
 def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,
@@ -133,19 +151,31 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     - ``kind="untrained network"``: ``cfg["model"]`` initialised with ``seed``, in eval mode, its batch-norm
       statistics (if it has any) re-estimated on the training images
       (:func:`dml_tutorial.train.recalibrate_batch_norm`: without it a trained row gains the recalibration alone,
-      whatever its loss does).
+      whatever its loss does);
+    - ``kind=STARTED``: the pretrained trunk of ``cfg["start"]`` as it is (its own batch-norm statistics), its
+      features L2-normalised: no embedding layer, which would be random before fine-tuning.
 
     ``probe=True`` measures as :func:`train_and_probe` (a linear probe fitted on the training embeddings with the
     labels ``noise`` leaves, scored on the clean test labels; Recall@1), otherwise as :func:`train_and_retrieve`
     (Recall@K, NMI and F1 on the test split). A trained row that does not beat both has learned nothing usable.
     ``train_embeddings=True`` also keeps the training split's embeddings in ``Run.train_embeddings`` (for a table
     measured on the seen classes too, as EPS's even/odd)."""
-    check_choice(kind, REFERENCES, "reference")
+    check_choice(kind, (*REFERENCES, STARTED), "reference")
     train_set = corrupt(splits.train, noise, seed, pairs) if probe else splits.train
     if kind == "raw input":
         def encode(data):
             x = stack(data, np.arange(len(data)))
             return torch.nn.functional.normalize(x.flatten(1).float(), dim=1)
+    elif kind == STARTED:
+        if not cfg.get("start"):
+            raise ValueError(f"the {STARTED!r} row needs a profile with a start (cfg['start'])")
+        model = models.from_settings(cfg, input_shape(splits.train))
+        load_init(model, pretrain.load_start(cfg["start"]))
+        model.to(train.resolve_device(device)).eval()
+        trunk = _Features(model)
+
+        def encode(data):
+            return train.embed(trunk, data, num_workers=cfg.get("workers", 0))
     else:
         train.seed_everything(seed, threads=cfg.get("threads"))
         model = models.from_settings(cfg, input_shape(splits.train))
@@ -161,14 +191,28 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
                test_predictions=predicted)
 
 
+class _Features(torch.nn.Module):
+    """A model's trunk features, L2-normalised, called as an embedder (``normalize`` is ignored)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, x, normalize=None):
+        return torch.nn.functional.normalize(self.model.features(x).float().flatten(1), dim=1)
+
+
 def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",
-               kinds=REFERENCES, train_embeddings: bool = False) -> dict:
+               kinds=None, train_embeddings: bool = False) -> dict:
     """``{(kind, column): [Run per seed]}`` for both :data:`REFERENCES`, in the key format of :func:`grid`, so that
     a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
     ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
     clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0). ``kinds``
-    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded);
-    ``train_embeddings`` keeps the training split's embeddings too (:func:`reference_run`)."""
+    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded); by
+    default both, and :data:`STARTED` where the profile starts from a pretrained trunk. ``train_embeddings``
+    keeps the training split's embeddings too (:func:`reference_run`)."""
+    if kinds is None:
+        kinds = REFERENCES + ((STARTED,) if cfg.get("start") else ())
     out = {}
     for kind in kinds:
         for n in noises:

@@ -15,6 +15,10 @@ The seen classes are the ones the metric loss trains on afterwards, never the un
 
 from __future__ import annotations
 
+import json
+import time
+from pathlib import Path
+
 import numpy as np
 import torch
 import torch.nn.functional as F
@@ -55,3 +59,100 @@ def softmax_pretrained(data, cfg: dict, *, epochs: int, seed: int = 0, device="a
     train.fit(model, classifier, data, epochs=epochs, sampler=sampler, lr=cfg["lr"], device=device, seed=seed,
               progress=progress, num_workers=cfg.get("workers", 0), description="softmax pre-training")
     return {name: t.detach().cpu().clone() for name, t in model.state_dict().items()}
+
+
+#: Test bed II's start, the ImageNet of the glyph test bed: ``model``'s trunk softmax-pretrained on ``n_classes``
+#: characters that the test bed (``disjoint_from``: 1,500 characters drawn with seed 0) never holds, rendered in its
+#: training faces only (its last ``unseen_faces`` are left out, as the test bed leaves them out of training), for
+#: ``steps`` Adam steps of ``p`` x ``k`` images. ``benchmarks/bench_testbed.py`` chose the length (one seed,
+#: results/testbed_cpu.json): after 1,000 steps the start, not fine-tuned, retrieves the test bed's unseen characters
+#: in unseen faces above the raw pixels and far below a triplet fine-tuned from it (as ImageNet features do on
+#: CUB); after 250 or 500 steps its features fell below the raw pixels.
+STARTS = {
+    "glyphs2": {"n_classes": 2000, "data_seed": 1, "disjoint_from": [1500, 0], "unseen_faces": 3,
+                "model": "glyphnet", "dim": 64, "dropout": 0.0, "p": 32, "k": 4, "lr": 1e-3, "steps": 1000,
+                "seed": 0, "threads": 2},
+}
+#: Where the starts are kept, under the data root: ``<name>.pt`` (the state dict) and ``<name>.json`` (its record:
+#: the settings, what it saw, the SHA-256 of the weights file, the seconds it took).
+FOLDER = "pretrained"
+
+
+def start_paths(name: str, root=None) -> tuple[Path, Path]:
+    """The weights file and the record of the start ``name`` under ``root`` (default: ``data.DATA_ROOT``)."""
+    from .data import DATA_ROOT
+
+    folder = Path(DATA_ROOT if root is None else root) / FOLDER
+    return folder / f"{name}.pt", folder / f"{name}.json"
+
+
+def pretraining_set(cfg: dict, root=None, progress: bool = False, faces=None):
+    """The start's training images: ``cfg["n_classes"]`` characters disjoint from the test bed's, in the faces
+    the test bed trains on (an :class:`~dml_tutorial.data.ArrayDataset`, labels 0..n-1); ``faces``: the glyph
+    faces (default: the test bed's 11, :data:`dml_tutorial.data.GLYPH_FACES`), ``cfg["script"]`` and
+    ``cfg["size"]`` where given."""
+    from .data import DATA_ROOT, ArrayDataset
+    from .data.rendered import FACES, load_arrays
+
+    faces = FACES if faces is None else faces
+    arrays, _ = load_arrays(cfg["n_classes"], size=cfg.get("size", 32), script=cfg.get("script", "cjk"),
+                            data_seed=cfg["data_seed"], faces=faces, root=DATA_ROOT if root is None else root,
+                            progress=progress, disjoint_from=tuple(cfg["disjoint_from"]))
+    keep = arrays["face"] < len(faces) - cfg["unseen_faces"]
+    return ArrayDataset(torch.from_numpy(arrays["x"][keep]), arrays["labels"][keep], {"face": arrays["face"][keep]})
+
+
+def build_start(name: str, root=None, progress: bool = True, save_as: str | None = None, faces=None,
+                **changes) -> dict:
+    """Pretrain the start ``name`` (:data:`STARTS`, with ``changes``), save its weights and its record (as
+    ``save_as``, default ``name``: a benchmark keeps variants apart), and return the record. Deterministic on one
+    machine (seeded, a fixed number of CPU threads)."""
+    if name not in STARTS:
+        raise ValueError(f"unknown start {name!r}; known: {', '.join(STARTS)}")
+    cfg = {**STARTS[name], **changes}
+    data = pretraining_set(cfg, root, progress, faces)
+    began = time.perf_counter()
+    state = softmax_pretrained(data, {**cfg, "batches_per_epoch": cfg["steps"]}, epochs=1, seed=cfg["seed"],
+                               device="cpu", progress=progress)
+    weights, record_path = start_paths(save_as or name, root)
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    train.save_checkpoint(weights, **{"state": state})
+    record = {"name": save_as or name, "start": name, "settings": cfg, "images": len(data), "classes": int(len(np.unique(data.labels))),
+              "faces": sorted(int(f) for f in np.unique(data.extras["face"])), "seconds": time.perf_counter() - began,
+              "sha256": weights_sha256(state), "torch": torch.__version__}
+    record_path.write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def load_start(name: str, root=None, build: bool = True) -> dict:
+    """The trunk of the start ``name`` (its state dict without the embedding layer, which each run initialises
+    from its own seed, as a new fc on an ImageNet backbone), checked against the SHA-256 of its record; built first
+    when missing and ``build``. A weights file that does not match its record is an error, never used."""
+    weights, record_path = start_paths(name, root)
+    if not (weights.exists() and record_path.exists()):
+        if not build:
+            raise FileNotFoundError(f"no start {name!r} under {weights.parent}; build it with "
+                                    f"`dml-tutorial pretrain {name}`")
+        build_start(name, root)
+    record = json.loads(record_path.read_text())
+    try:
+        state = torch.load(weights, map_location="cpu", weights_only=True)["state"]
+    except Exception as err:  # a truncated or foreign file: say which, and how to rebuild it
+        raise ValueError(f"{weights} cannot be read ({err}): rebuild it with `dml-tutorial pretrain {name}`") from err
+    if weights_sha256(state) != record["sha256"]:
+        raise ValueError(f"{weights} does not match the SHA-256 of its record {record_path}: rebuild it with "
+                         f"`dml-tutorial pretrain {name}`")
+    return {k: v for k, v in state.items() if not k.startswith("embedding.")}
+
+
+def weights_sha256(state: dict) -> str:
+    """The SHA-256 of a state dict's tensors (names, dtypes, shapes and bytes, in name order): the weights' own
+    checksum, the same whatever file holds them (``torch.save`` writes the file's name into the archive)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in sorted(state):
+        t = state[name].detach().cpu().contiguous()
+        digest.update(f"{name}:{t.dtype}:{tuple(t.shape)}".encode())
+        digest.update(t.numpy().tobytes() if t.dtype != torch.bfloat16 else t.view(torch.int16).numpy().tobytes())
+    return digest.hexdigest()

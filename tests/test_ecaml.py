@@ -16,13 +16,12 @@ def _setup(seed=0):
     return model, x, y
 
 
-@pytest.mark.parametrize("local", ["npair", "binomial", "triplet-released"])
+@pytest.mark.parametrize("local", ["npair", "binomial"])
 def test_metric_loss_plus_lambda_ec_on_the_embedding_layer(local):
-    """(The released miner keeps every candidate of these small batches, so its loss is not random here.)"""
     model, x, y = _setup()
     model.eval()  # no dropout: the recomputed embeddings equal model(x)
     z = model(x)
-    lam = ecaml.LAMBDA[ecaml.paper_local(local)]  # the released miner's rows take the paper's triplet lambda
+    lam = ecaml.LAMBDA[local]
     expected = ecaml.LOCAL_LOSSES[local](z, y) + lam * regularizers.energy_confusion(
         z, y, log=True, reduction="mean")
     value = ecaml.ecaml_loss(local)(z, y, SimpleNamespace(x=x, model=model))
@@ -123,3 +122,19 @@ def test_the_released_ec_reads_the_raw_embedding_layer_output():
     assert base.item() != pytest.approx(losses.npairs_loss(z, y).item())
     with pytest.raises(ValueError, match="ec"):
         ecaml.ecaml_loss("npair", ec="caffe")
+
+
+def test_the_triplets_miner_is_a_setting_and_the_released_one_is_the_layers():
+    """``local_options={"triplet": {"miner": ...}}``: the band (default, the paper's citation), the band with a
+    random fallback, or the released RankHardLoss; the rows keep the paper's names, so the claims read them."""
+    g = torch.Generator().manual_seed(0)
+    z = torch.nn.functional.normalize(torch.randn(12, 8, generator=g), dim=1)
+    y = torch.arange(6).repeat_interleave(2)
+    assert ecaml.triplet(z, y).item() == pytest.approx(
+        losses.triplet_loss(z, y, margin=0.1, squared=True, negatives="semihard-band").item())
+    assert ecaml.triplet(z, y, miner="released").item() == pytest.approx(  # every candidate kept: not random
+        losses.rank_hard_triplet_loss(z, y, margin=0.1).item())
+    loss = ecaml.ecaml_loss("triplet", 0.0, local_options={"miner": "released"})
+    assert loss.__name__ == "Triplet"
+    with pytest.raises(ValueError, match="miner"):
+        ecaml.triplet(z, y, miner="hardest")

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, train
+from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, profiles, train
 
 CFG = {"model": "mlp", "dim": 8, "dropout": 0.1, "epochs": 2, "lr": 1e-3, "lr_step": 1, "threads": 1}
 
@@ -294,3 +294,28 @@ def test_the_untrained_reference_recalibrates_its_batch_norm():
     train.recalibrate_batch_norm(model, images)
     assert torch.allclose(run.test_embeddings, train.embed(model, images), atol=1e-6)
     assert not torch.allclose(run.test_embeddings, stale, atol=1e-3)
+
+
+def test_a_profile_with_a_start_trains_from_its_trunk_and_measures_it_as_a_reference(monkeypatch):
+    """``cfg["start"]``: every run begins from the start's trunk with its own embedding layer, and the references
+    gain the start's features as they are (``STARTED``), computed from the trunk alone."""
+    from dml_tutorial import pretrain
+
+    splits = data.load_dataset("digits", split="classes", seen=range(6))
+    cfg = {**profiles.settings("eps", "smoke"), "epochs": 0, "start": "fixture"}
+    donor = models.from_settings({**cfg, "dim": 3}, (1, 8, 8))
+    trunk = {k: v for k, v in donor.state_dict().items() if not k.startswith("embedding.")}
+    monkeypatch.setattr(pretrain, "load_start", lambda name, root=None, build=True: trunk)
+    model, _, _ = experiment._train(splits.train, lambda z, y: z.sum() * 0, cfg, p=6, k=2, seed=0, device="cpu",
+                                    progress=False, checkpoint=None)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in trunk.items())
+    rows = experiment.references(splits, cfg, [0], device="cpu")
+    assert set(rows) == {("raw input", ""), ("untrained network", ""), (experiment.STARTED, "")}
+    z = rows[(experiment.STARTED, "")][0].test_embeddings
+    donor.eval()
+    with torch.no_grad():
+        expected = torch.nn.functional.normalize(donor.features(data.stack(splits.test, np.arange(len(splits.test)))),
+                                                 dim=1)
+    assert torch.allclose(z, expected, atol=1e-6)
+    with pytest.raises(ValueError, match="start"):
+        experiment.reference_run(splits, {**cfg, "start": None}, experiment.STARTED)

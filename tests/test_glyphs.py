@@ -133,3 +133,31 @@ def test_hangul_splits_keep_whole_superclasses_and_eps_relabels_by_them(tmp_path
     assert np.array_equal(by.test.extras["letters"], s.test.labels) and "superclass" in by.name
     with pytest.raises(ValueError, match="superclass"):
         eps.by_superclass(_load(tmp_path))
+
+
+def test_unseen_characters_in_unseen_faces(tmp_path):
+    """Test bed II's split: training on the seen characters in the first faces, testing on the unseen characters
+    in the last ``unseen_faces`` faces only; its validation split stays in the training faces."""
+    s = _load(tmp_path, unseen_faces=1)
+    assert set(s.train.extras["face"]) == {0, 1, 2} and set(s.test.extras["face"]) == {3}
+    assert not set(s.train.labels) & set(s.test.labels)
+    assert len(s.train) == 20 * 3 * 2 and len(s.test) == 20 * 1 * 2 and "faces 3-3 unseen" in s.source
+    v = _load(tmp_path, split="validation", unseen_faces=1)
+    assert set(v.train.extras["face"]) == set(v.test.extras["face"]) == {0, 1, 2}
+    assert not set(v.test.labels) & set(s.test.labels)
+    with pytest.raises(ValueError, match="unseen_faces"):
+        _load(tmp_path, split="samples", unseen_faces=1)
+    with pytest.raises(ValueError, match="unseen_faces"):
+        _load(tmp_path, unseen_faces=4)
+
+
+def test_a_set_disjoint_from_a_test_bed_shares_none_of_its_characters(tmp_path):
+    """The pretraining set (``disjoint_from``) draws from the characters the test bed of (n, seed) leaves, so a
+    start never saw a character the test bed trains or tests on; its cache file is its own."""
+    bed = _load(tmp_path)  # 40 of Latin's 94 characters, seed 0
+    codes = set(bed.train.extras["code"]) | set(bed.test.extras["code"])
+    other = data.load_dataset("glyphs", script="latin", faces=TINY, n_classes=30, size=16, root=tmp_path,
+                              progress=False, data_seed=1, disjoint_from=(40, 0))
+    others = set(other.train.extras["code"]) | set(other.test.extras["code"])
+    assert len(others) == 30 and not codes & others
+    assert len(list((tmp_path / "glyphs").glob("*-not40c-seed0.npz"))) == 1

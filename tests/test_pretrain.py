@@ -2,6 +2,7 @@
 classifier's loss against a loop, what the pre-training changes and what it leaves, and its bad inputs."""
 
 import math
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -62,3 +63,48 @@ def test_bad_labels_and_epochs_are_refused(labels, epochs, match):
     bad = SimpleNamespace(labels=np.asarray(labels))  # refused before any data is read
     with pytest.raises(ValueError, match=match):
         pretrain.softmax_pretrained(bad, CFG, epochs=epochs)
+
+
+def test_a_start_is_built_once_recorded_with_its_checksum_and_loads_its_trunk_only(tmp_path, monkeypatch):
+    """``build_start`` pretrains on characters disjoint from the test bed's, in its training faces, and records
+    what it saw with the SHA-256 of its weights; ``load_start`` returns the trunk (no embedding layer), refuses a
+    file that no longer matches its record, and a fresh run starts from that trunk with its own embedding layer."""
+    import json
+
+    import matplotlib
+
+    from dml_tutorial.data import rendered as G
+
+    ttf = Path(matplotlib.get_data_path()) / "fonts" / "ttf"
+    tiny = tuple(G.Face(n, "fonts-dejavu-core", str(ttf / f"{n}.ttf")) for n in ("DejaVuSans", "DejaVuSerif",
+                                                                                 "DejaVuSansMono"))
+    monkeypatch.setitem(pretrain.STARTS, "tiny", {
+        "n_classes": 12, "data_seed": 1, "disjoint_from": [20, 0], "unseen_faces": 1, "script": "latin",
+        "size": 16, "model": "glyphnet", "dim": 8, "dropout": 0.0, "p": 4, "k": 2, "lr": 1e-3, "steps": 3,
+        "seed": 0, "threads": 1})
+    record = pretrain.build_start("tiny", root=tmp_path, progress=False, faces=tiny)
+    assert record["images"] == 12 * 2 * 2 and record["faces"] == [0, 1] and record["classes"] == 12
+    weights, record_path = pretrain.start_paths("tiny", tmp_path)
+    saved = torch.load(weights, weights_only=True)["state"]
+    assert json.loads(record_path.read_text())["sha256"] == pretrain.weights_sha256(saved)
+    again = pretrain.build_start("tiny", root=tmp_path, progress=False, faces=tiny, save_as="tiny-again")
+    assert again["sha256"] == record["sha256"]  # deterministic on one machine, whatever the file's name
+    bed = G.load_arrays(20, size=16, script="latin", data_seed=0, faces=tiny, root=tmp_path, progress=False)[0]
+    seen = G.load_arrays(12, size=16, script="latin", data_seed=1, faces=tiny, root=tmp_path, progress=False,
+                         disjoint_from=(20, 0))[0]
+    assert not set(bed["code"]) & set(seen["code"])
+    trunk = pretrain.load_start("tiny", root=tmp_path)
+    assert trunk and not any(k.startswith("embedding.") for k in trunk)
+    model = models.make_model("glyphnet", (1, 16, 16), 8)
+    experiment.load_init(model, trunk)
+    assert all(torch.equal(model.state_dict()[k], v) for k, v in trunk.items())
+    with pytest.raises(ValueError, match="does not fit"):
+        experiment.load_init(models.make_model("glyphnet", (1, 16, 16), 8, width=(8, 16)), trunk)
+    torch.save({"state": {k: v + 1 if v.is_floating_point() else v for k, v in saved.items()}}, weights)
+    with pytest.raises(ValueError, match="SHA-256"):
+        pretrain.load_start("tiny", root=tmp_path)
+    weights.write_bytes(b"not a checkpoint")
+    with pytest.raises(ValueError, match="cannot be read"):
+        pretrain.load_start("tiny", root=tmp_path)
+    with pytest.raises(FileNotFoundError, match="dml-tutorial pretrain"):
+        pretrain.load_start("other", root=tmp_path, build=False)

@@ -11,7 +11,15 @@ CUB/Cars/SOP, unlike Fashion-MNIST's five seen classes, where raw pixels beat ev
 - ``split="validation"``: inside the seen characters only: their last ``val_fraction`` held out for testing, so a
   search never sees a test character;
 - ``split="samples"``: every character in both, the faces split (the first ones for training, the last
-  ``test_faces`` for testing): closed-set retrieval of designs never seen (DCDL's probe protocol).
+  ``test_faces`` for testing): closed-set retrieval of designs never seen (DCDL's probe protocol);
+- ``unseen_faces=n`` with ``"classes"`` or ``"validation"``: the last ``n`` faces leave the training side and
+  only they draw the test side: **unseen characters in unseen faces** (test bed II), where raw pixels fall far
+  below a trained network, as on CUB or Cars. The validation split then stays inside the training faces, so no
+  search sees a test character or a test face.
+
+``disjoint_from=(n, seed)`` draws the characters from those that the test bed of ``n`` characters drawn with
+``seed`` does not use: the pretraining set of :mod:`dml_tutorial.pretrain` (the test bed's ImageNet) never holds a
+character the test bed trains or tests on.
 
 ``script="hangul"`` draws Hangul syllables instead (in the six faces that have them), with the syllable's lead
 consonant as ``extras["superclass"]`` (19 superclasses of many syllables each: the EPS paper's Omniglot alphabets).
@@ -171,16 +179,26 @@ def _check_fonts(faces, recorded: dict) -> None:
                           f"{face.package} is the reference", stacklevel=3)
 
 
+def _draw(available: list[int], n_classes: int, data_seed: int) -> list[int]:
+    """``n_classes`` code points drawn with ``data_seed`` from ``available`` (all if fewer), sorted."""
+    rng = np.random.default_rng(data_seed)
+    return sorted(rng.choice(available, size=min(n_classes, len(available)), replace=False).tolist())
+
+
 def load_arrays(n_classes: int = 1500, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
-                faces=FACES, root=DATA_ROOT, progress: bool = True) -> tuple[dict, dict]:
+                faces=FACES, root=DATA_ROOT, progress: bool = True,
+                disjoint_from: tuple[int, int] | None = None) -> tuple[dict, dict]:
     """The rendered arrays and their manifest, from the cache under ``root/glyphs/`` or built (and cached) now.
-    ``n_classes`` characters are drawn with ``data_seed`` from those every face has (all of them if fewer)."""
+    ``n_classes`` characters are drawn with ``data_seed`` from those every face has (all of them if fewer), less
+    the characters of the test bed ``disjoint_from = (n_classes, data_seed)`` where it is given."""
     check_choice(script, tuple(SCRIPTS), "script")
     paths = font_paths(faces)
     if script == "hangul":  # only some faces draw Hangul: keep those
         faces = tuple(f for f in faces if common_characters([f], script))
     paths = [Path(f.path) for f in faces]
     key = f"{script}-{n_classes}c-{size}px-{renders}r-{len(faces)}f-seed{data_seed}"
+    if disjoint_from is not None:
+        key += f"-not{disjoint_from[0]}c-seed{disjoint_from[1]}"
     folder = Path(root) / "glyphs"
     arrays_path, manifest_path = folder / f"{key}.npz", folder / f"{key}.json"
     if arrays_path.exists() and manifest_path.exists():
@@ -195,8 +213,10 @@ def load_arrays(n_classes: int = 1500, size: int = 32, renders: int = 2, script:
     available = common_characters(faces, script)
     if not available:
         raise ValueError(f"the faces share no character of the script {script!r}")
-    rng = np.random.default_rng(data_seed)
-    chosen = sorted(rng.choice(available, size=min(n_classes, len(available)), replace=False).tolist())
+    if disjoint_from is not None:  # that test bed's own draw (the same faces and script), left out
+        used = set(_draw(available, *disjoint_from))
+        available = [c for c in available if c not in used]
+    chosen = _draw(available, n_classes, data_seed)
     arrays = build(chosen, faces, size, renders, seed=data_seed, progress=progress)
     arrays["code"] = np.asarray(chosen, dtype=np.int64)
     from PIL import features
@@ -219,7 +239,8 @@ def lead_consonant(code):
 
 def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float = 2 / 3, val_fraction: float = 0.2,
            test_faces: int = 3, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
-           faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, **_) -> Splits:
+           faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, unseen_faces: int = 0,
+           disjoint_from: tuple[int, int] | None = None, **_) -> Splits:
     """The glyph test bed (module docstring) as :class:`Splits` of ``[N, 1, size, size]`` uint8 images (scaled on
     access), labels = character index; ``extras`` hold ``face``, ``render``, ``code`` (the code point) and, for
     Hangul, ``superclass`` (the lead consonant). Defaults: 1,500 characters, 1,000 seen (of which 200 are the
@@ -227,9 +248,27 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     images and 11,000 test images (scoring 11,000 unseen images takes about a second a run on 2 cores). ``seen``
     (character indices, ``split="classes"`` only) trains on those characters instead and tests on the others, as
     the digits' ``seen``: EPS's even/odd experiment takes characters 0-5 of ``n_classes=10``. Hangul's "classes"
-    split keeps whole superclasses on each side (the first ``seen_fraction`` of the lead consonants seen)."""
+    split keeps whole superclasses on each side (the first ``seen_fraction`` of the lead consonants seen).
+    ``unseen_faces`` and ``disjoint_from``: see the module docstring."""
     check_choice(split, ("classes", "validation", "samples"), "split")
-    arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress)
+    arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress, disjoint_from)
+    splits = _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen)
+    if not unseen_faces:
+        return splits
+    n_faces = len(manifest["faces"])
+    if split == "samples" or not 0 < unseen_faces < n_faces:
+        raise ValueError(f"unseen_faces must be between 1 and {n_faces - 1} with the 'classes' or 'validation' "
+                         f"split, got {unseen_faces} with {split!r}")
+    first = n_faces - unseen_faces  # the training faces: 0 .. first - 1
+    train = splits.train.subset(splits.train.extras["face"] < first)
+    test = splits.test.subset((splits.test.extras["face"] >= first) if split == "classes"
+                              else (splits.test.extras["face"] < first))
+    source = f"{splits.source}; faces {first}-{n_faces - 1} unseen"
+    return Splits(splits.name, split, train, test, source, splits.class_names)
+
+
+def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen) -> Splits:
+    """The "classes", "validation" or "samples" split of the rendered arrays (:func:`glyphs`), all faces."""
     extras = {"face": arrays["face"], "render": arrays["render"], "code": arrays["code"][arrays["labels"]]}
     if script == "hangul":
         extras["superclass"] = lead_consonant(extras["code"])
