@@ -193,7 +193,7 @@ VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation
 
 #: Profiles whose runs each chapter shows itself (:func:`show`, its real-data sections and findings box): their
 #: results pages point there instead of repeating them.
-IN_CHAPTER = ("fashion", "glyphs")
+IN_CHAPTER = ("fashion", "glyphs", "glyphs2")
 
 
 def report_page(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> str:
@@ -243,7 +243,7 @@ def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple =
 
 #: The scales of the verdict table: (column heading, profile of the runs; ``None``: the chapter's smoke record).
 SCALES = (("smoke (digits, MNIST-1D)", None), ("Fashion-MNIST", "fashion"), ("glyphs", "glyphs"),
-          ("paper's data", "full"))
+          ("test bed II", "glyphs2"), ("paper's data", "full"))
 
 
 def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> dict:

@@ -161,3 +161,14 @@ def test_a_set_disjoint_from_a_test_bed_shares_none_of_its_characters(tmp_path):
     others = set(other.train.extras["code"]) | set(other.test.extras["code"])
     assert len(others) == 30 and not codes & others
     assert len(list((tmp_path / "glyphs").glob("*-not40c-seed0.npz"))) == 1
+
+
+def test_a_varied_split_follows_the_seed_and_keeps_validation_inside_the_seen_characters(tmp_path):
+    """``vary_split``: which characters are seen follows the seed (issue #49: runs over seeds vary the class split
+    too); the same seed gives the same split, the validation characters stay among the seen ones."""
+    a, b, c = (_load(tmp_path, vary_split=True, seed=s) for s in (0, 1, 0))
+    assert set(a.train.labels) == set(c.train.labels) != set(b.train.labels)
+    assert len(set(a.train.labels)) == len(set(b.train.labels)) == 20 and "split by seed 1" in b.source
+    assert set(_load(tmp_path).train.labels) == set(range(20))  # without it: the first characters, as before
+    v = _load(tmp_path, split="validation", vary_split=True, seed=1)
+    assert set(v.train.labels) | set(v.test.labels) == set(b.train.labels)

@@ -262,3 +262,34 @@ def test_triplet_multiplier_is_eq24_without_skew_and_falls_with_it(k):
     assert noise.triplet_multiplier(noise.triplet_noise_bound(3.0, k), 3.0, k) == pytest.approx(0.0, abs=1e-9)
     with pytest.raises(ValueError, match="skew"):
         noise.triplet_multiplier(0.1, 0.5, k)
+
+
+def test_corrupted_positive_share_against_a_loop():
+    """The share of active triplets whose positive pair is corrupted, checked against a loop over the same batches
+    and the same mined triplets (``negatives="all"``: every negative, so the mining is not random)."""
+    import torch
+
+    from dml_tutorial import sampling
+    from dml_tutorial.distances import pairwise_distances
+
+    rng = np.random.default_rng(0)
+    true = np.repeat(np.arange(6), 10)
+    observed = noise.corrupt_labels(true, 6, 0.4, seed=1)
+    z = torch.nn.functional.normalize(torch.as_tensor(rng.normal(size=(60, 4)), dtype=torch.float32), dim=1)
+    out = noise.corrupted_positive_share(z, observed, true, "all", margin=0.2, p=6, k=5, batches=4, seed=3)
+    active = bad = pairs = bad_pairs = 0
+    for idx in noise._training_batches(observed, 6, 5, 3, 4):
+        d = pairwise_distances(z[idx]).numpy()
+        yo, yt = observed[idx], true[idx]
+        for a in range(len(idx)):
+            for q in range(len(idx)):
+                if a == q or yo[a] != yo[q]:
+                    continue
+                pairs, bad_pairs = pairs + 1, bad_pairs + int(yt[a] != yt[q])
+                for n in range(len(idx)):
+                    if yo[n] != yo[a] and d[a, q] - d[a, n] + 0.2 > 0:
+                        active, bad = active + 1, bad + int(yt[a] != yt[q])
+    assert out["triplets"] == active and out["active"] == pytest.approx(bad / active)
+    assert out["pairs"] == pytest.approx(bad_pairs / pairs)
+    clean = noise.corrupted_positive_share(z, true, true, "semihard-random", p=6, k=5, batches=2)
+    assert clean["active"] == clean["pairs"] == 0.0

@@ -236,3 +236,20 @@ def test_recorded_merges_the_seeds_of_one_chapter_and_profile(tmp_path):
         (folder / f"{profile}_seed-{seed}.json").write_text(json.dumps(run))
     assert report.recorded("bench", "glyphs", tmp_path) == {"T": {"A": {"R@1": [0.4, 0.6]}}}
     assert report.recorded("cbswr", "glyphs", tmp_path) == {}
+
+
+@pytest.mark.parametrize("chapter", sorted(c for c, p in CHAPTERS.items() if "glyphs2" in p))
+def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(chapter):
+    """Test bed II (issue #50): GlyphNet on unseen characters in unseen faces, from the pretrained start (DCDL from
+    scratch, on its closed-set split), ten seeds as ten resumable runs of one seed, each with its own class split."""
+    from dml_tutorial import profiles
+    from dml_tutorial.cli import load_grid, sweep_points
+
+    cfg = profiles.settings(chapter, "glyphs2")
+    assert cfg["model"] == "glyphnet" and cfg["dataset"] == "glyphs" and cfg["n_seeds"] == 1
+    spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}-glyphs2.yaml")
+    assert spec["chapter"] == chapter and spec["profile"] == "glyphs2" and len(list(sweep_points(spec))) == 10
+    if chapter == "dcdl":
+        assert cfg["start"] is None and cfg["dataset_options"] == {"n_classes": 300}
+    else:
+        assert cfg["start"] == "glyphs2" and cfg["dataset_options"] == {"unseen_faces": 3, "vary_split": True}
