@@ -390,9 +390,9 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
-    if cfg.get("start"):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
-        from . import experiment, pretrain
+    from . import experiment, pretrain
 
+    if pretrain.applies(cfg):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
         experiment.load_init(model, pretrain.load_start(cfg["start"]))
     objective = make_objective(method, model, in_shape, cfg)
     start = time.perf_counter()

@@ -70,7 +70,7 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(data)
     model = models.from_settings(cfg, in_shape)
-    if init is None and cfg.get("start"):  # a pretrained trunk; the embedding layer stays the seed's
+    if init is None and pretrain.applies(cfg):  # a pretrained trunk; the embedding layer stays the seed's
         init = pretrain.load_start(cfg["start"])
     if init is not None:
         load_init(model, init)
@@ -167,8 +167,8 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
             x = stack(data, np.arange(len(data)))
             return torch.nn.functional.normalize(x.flatten(1).float(), dim=1)
     elif kind == STARTED:
-        if not cfg.get("start"):
-            raise ValueError(f"the {STARTED!r} row needs a profile with a start (cfg['start'])")
+        if not pretrain.applies(cfg):
+            raise ValueError(f"the {STARTED!r} row needs a profile with a start for its model (cfg['start'])")
         model = models.from_settings(cfg, input_shape(splits.train))
         load_init(model, pretrain.load_start(cfg["start"]))
         model.to(train.resolve_device(device)).eval()
@@ -189,6 +189,12 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     scores, predicted = _measure(z_train, train_set.labels, z_test, splits.test.labels, cfg, probe, seed)
     return Run({**scores, "seconds": time.perf_counter() - start}, z_test, train.History(), train_embeddings=z_train,
                test_predictions=predicted)
+
+
+def reference_kinds(cfg: dict) -> tuple:
+    """The reference rows a chapter's main table carries under ``cfg``: :data:`REFERENCES`, and :data:`STARTED`
+    where its runs start from a pretrained trunk."""
+    return REFERENCES + ((STARTED,) if pretrain.applies(cfg) else ())
 
 
 class _Features(torch.nn.Module):
@@ -212,7 +218,7 @@ def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,),
     default both, and :data:`STARTED` where the profile starts from a pretrained trunk. ``train_embeddings``
     keeps the training split's embeddings too (:func:`reference_run`)."""
     if kinds is None:
-        kinds = REFERENCES + ((STARTED,) if cfg.get("start") else ())
+        kinds = reference_kinds(cfg)
     out = {}
     for kind in kinds:
         for n in noises:

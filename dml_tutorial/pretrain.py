@@ -78,6 +78,17 @@ STARTS = {
 FOLDER = "pretrained"
 
 
+def applies(cfg: dict) -> bool:
+    """Whether a run of ``cfg`` starts from ``cfg["start"]``: a start names one network, and a training of another
+    (EPS's 2-D even/odd network on a test bed with a start) trains from scratch."""
+    name = cfg.get("start")
+    if not name:
+        return False
+    if name not in STARTS:
+        raise ValueError(f"unknown start {name!r}; known: {', '.join(STARTS)}")
+    return STARTS[name]["model"] == cfg["model"]
+
+
 def start_paths(name: str, root=None) -> tuple[Path, Path]:
     """The weights file and the record of the start ``name`` under ``root`` (default: ``data.DATA_ROOT``)."""
     from .data import DATA_ROOT

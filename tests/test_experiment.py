@@ -302,6 +302,7 @@ def test_a_profile_with_a_start_trains_from_its_trunk_and_measures_it_as_a_refer
     from dml_tutorial import pretrain
 
     splits = data.load_dataset("digits", split="classes", seen=range(6))
+    monkeypatch.setitem(pretrain.STARTS, "fixture", {"model": "mlp"})
     cfg = {**profiles.settings("eps", "smoke"), "epochs": 0, "start": "fixture"}
     donor = models.from_settings({**cfg, "dim": 3}, (1, 8, 8))
     trunk = {k: v for k, v in donor.state_dict().items() if not k.startswith("embedding.")}
@@ -319,3 +320,7 @@ def test_a_profile_with_a_start_trains_from_its_trunk_and_measures_it_as_a_refer
     assert torch.allclose(z, expected, atol=1e-6)
     with pytest.raises(ValueError, match="start"):
         experiment.reference_run(splits, {**cfg, "start": None}, experiment.STARTED)
+    other = {**cfg, "model": "convnet"}  # another network (EPS's even/odd): no start, no start row
+    assert not pretrain.applies(other) and (experiment.STARTED, "") not in experiment.references(splits, other, [0])
+    with pytest.raises(ValueError, match="unknown start"):
+        pretrain.applies({**cfg, "start": "nowhere"})
