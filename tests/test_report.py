@@ -253,3 +253,5 @@ def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(c
         assert cfg["start"] is None and cfg["dataset_options"] == {"n_classes": 300}
     else:
         assert cfg["start"] == "glyphs2" and cfg["dataset_options"] == {"unseen_faces": 3, "vary_split": True}
+    if chapter == "eps":  # NMI+ cannot ask for more clusters per character than its 3 unseen faces x 2 renders
+        assert cfg["nmi_plus_factor"] <= 3 * 2
