@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from dml_tutorial import augment, data, losses, models, train
+from dml_tutorial import data, losses, models, train
 from dml_tutorial.data.core import ImageListDataset
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import torch
 
-from dml_tutorial import data, experiment, losses, pretrain, profiles, train
+from dml_tutorial import data, experiment, losses, pretrain, profiles
 
 RESULTS = Path(__file__).parent / "results"
 

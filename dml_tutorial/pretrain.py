@@ -11,6 +11,11 @@ random initialisation, as the new fc does.
     run = experiment.train_and_retrieve(splits, loss, {**cfg, "lr": 1e-4, "head_lr_mult": 10}, ..., init=start)
 
 The seen classes are the ones the metric loss trains on afterwards, never the unseen test classes.
+
+Test bed II has a start of its own, closer to ImageNet's role (:data:`STARTS`): a trunk pretrained once on
+characters and faces that the test bed never tests on, built by ``dml-tutorial pretrain glyphs2`` (about a minute on
+2 cores), kept under ``data/pretrained/`` with the SHA-256 of its weights, and loaded by every run whose profile
+names it (``cfg["start"]``, :func:`load_start`); its features, not fine-tuned, are a reference row of each table.
 """
 
 from __future__ import annotations
@@ -74,7 +79,7 @@ STARTS = {
                 "seed": 0, "threads": 2},
 }
 #: Where the starts are kept, under the data root: ``<name>.pt`` (the state dict) and ``<name>.json`` (its record:
-#: the settings, what it saw, the SHA-256 of the weights file, the seconds it took).
+#: the settings, what it saw, the SHA-256 of the weights (:func:`weights_sha256`), the seconds it took).
 FOLDER = "pretrained"
 
 
@@ -127,10 +132,10 @@ def build_start(name: str, root=None, progress: bool = True, save_as: str | None
                                device="cpu", progress=progress)
     weights, record_path = start_paths(save_as or name, root)
     weights.parent.mkdir(parents=True, exist_ok=True)
-    train.save_checkpoint(weights, **{"state": state})
-    record = {"name": save_as or name, "start": name, "settings": cfg, "images": len(data), "classes": int(len(np.unique(data.labels))),
-              "faces": sorted(int(f) for f in np.unique(data.extras["face"])), "seconds": time.perf_counter() - began,
-              "sha256": weights_sha256(state), "torch": torch.__version__}
+    train.save_checkpoint(weights, state=state)
+    record = {"name": save_as or name, "start": name, "settings": cfg, "images": len(data),
+              "classes": len(np.unique(data.labels)), "faces": sorted(int(f) for f in np.unique(data.extras["face"])),
+              "seconds": time.perf_counter() - began, "sha256": weights_sha256(state), "torch": torch.__version__}
     record_path.write_text(json.dumps(record, indent=1) + "\n")
     return record
 

@@ -6,8 +6,7 @@ import pytest
 import torch
 from PIL import Image
 
-from dml_tutorial import data
-from dml_tutorial import augment
+from dml_tutorial import augment, data
 from dml_tutorial.augment import IMAGENET_STD
 from dml_tutorial.data.core import ImageListDataset
 
@@ -113,7 +112,7 @@ def test_fit_and_the_unsupervised_pairs_train_on_random_crops_and_embed_the_cent
     decoded = data.decode_splits(data.Splits("f", "classes", jpegs, jpegs, "files"), crop=12).train
     seen = []
     model = models.make_model("convnet", (3, 12, 12), 4)
-    loss = lambda z, y: z.pow(2).sum() * 0.0 + z.sum() * 0.0  # noqa: E731 (no update needed, only the inputs)
+    loss = lambda z, y: z.pow(2).sum() * 0.0 + z.sum() * 0.0
     original = model.forward
 
     def spy(x, **kw):
@@ -128,7 +127,7 @@ def test_fit_and_the_unsupervised_pairs_train_on_random_crops_and_embed_the_cent
     embedded = train.embed(model, decoded)
     assert torch.equal(seen[-1], decoded.batch(np.arange(4)))  # embed: the centre crop, in order
     assert embedded.shape == (4, 4)
-    x, x_hat, y = next(clustering._pairs(decoded, 4, None, torch.Generator().manual_seed(0), "cpu"))
+    x, x_hat, _ = next(clustering._pairs(decoded, 4, None, torch.Generator().manual_seed(0), "cpu"))
     assert x.shape == x_hat.shape == (4, 3, 12, 12) and not torch.equal(x, x_hat)
 
 

@@ -269,7 +269,6 @@ def test_corrupted_positive_share_against_a_loop():
     and the same mined triplets (``negatives="all"``: every negative, so the mining is not random)."""
     import torch
 
-    from dml_tutorial import sampling
     from dml_tutorial.distances import pairwise_distances
 
     rng = np.random.default_rng(0)
