@@ -5,14 +5,26 @@ VENV   ?= .venv
 BIN     = $(VENV)/bin
 TORCH   = torch==2.14.1 torchvision==0.29.1
 
-.PHONY: setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test lint clean
+# TORCH_INDEX: where torch comes from, e.g. https://download.pytorch.org/whl/cpu for its CPU build (the Pages
+# workflow); empty: the default index.
+TORCH_INDEX ?=
+
+.PHONY: setup html-setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test lint clean
 
 setup: $(VENV)/.installed browser fashion-mnist glyph-fonts slurm mathjax
 
-$(VENV)/.installed: pyproject.toml
+# What `make html` needs and nothing more (the Pages workflow renders the stored outputs: no browser, fonts,
+# datasets, SLURM or test tools): torch and the package (the API page imports it) with the book's tools, MathJax.
+html-setup: $(VENV)/.book mathjax
+
+$(VENV)/.book: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet $(TORCH)
+	$(BIN)/python -m pip install --quiet $(TORCH) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(BIN)/python -m pip install --quiet -e ".[book]"
+	touch $@
+
+$(VENV)/.installed: $(VENV)/.book
 	$(BIN)/python -m pip install --quiet -e ".[book,dev]"
 	touch $@
 
@@ -26,7 +38,7 @@ browser:
 	  else echo "error: install Chromium (Debian: apt-get install chromium) or set CHROMIUM=/path/to/it" >&2; exit 1; fi; }
 
 # MathJax 3, served by the site itself (book/fetch_mathjax.py: npm registry, SHA-256 checked, into book/_vendor/).
-mathjax: $(VENV)/.installed
+mathjax: $(VENV)/.book
 	@$(BIN)/python book/fetch_mathjax.py >/dev/null
 
 # Fashion-MNIST, the real data every machine here can have: Debian's package puts the four original IDX files under
@@ -64,7 +76,7 @@ slurm:
 notebooks: setup          ## execute every chapter with papermill, in place, in its default profile
 	$(BIN)/python -m dml_tutorial run all
 
-html: setup               ## build the static site from the notebooks' stored outputs
+html: html-setup          ## build the static site from the notebooks' stored outputs
 	$(BIN)/jupyter-book build . --quiet
 
 book: notebooks html      ## the main job

@@ -108,7 +108,7 @@ def center_softmax_loss(
     tau: float = TAU,
 ) -> torch.Tensor:
     """Eq. 9, summed over the samples: for anchor f_i (unit norm) of cluster q, its
-    augmented view f̂_i and the centroid embeddings c_k of the non-empty clusters,
+    augmented view f̂_i and the centroid embeddings c_k of the non-empty clusters::
 
         -log l(I_i, Î_i) = -f_i.f̂_i / tau + log sum_{k != q} exp(f_i.c_k / tau) (eq. 6)
         -log l(I_i, c_j) = -log(1 - softmax_k(f_i.c_k / tau)_j)               (eq. 7)

@@ -145,7 +145,8 @@ STARTED = "pretrained, not fine-tuned"
 
 def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,
                   device="auto", train_embeddings: bool = False) -> Run:
-    """A reference row measured exactly as a trained run is, with no training (DESIGN.md's evidence rules):
+    """A reference row measured exactly as a trained run is, with no training (the gate asks every trained
+    baseline to beat it before a claim gets a word, :func:`dml_tutorial.evidence.gate`):
 
     - ``kind="raw input"``: the flattened input, L2-normalised, so that neighbours are by cosine (no network);
     - ``kind="untrained network"``: ``cfg["model"]`` initialised with ``seed``, in eval mode, its batch-norm

@@ -35,9 +35,9 @@ def triplet_loss(
     & Odobez 2018: alpha = 0.2; ECAML: m = 0.1). ``reduction="mean"``: the mean over the
     sampled triplets, those with zero loss included; ``"pairs"``: the sum over the
     triplets divided by the number of positive pairs before mining (a pair for which the
-    strategy finds no negative counts as a zero), the 1/|S| of Le & Odobez's empirical
-    risk (eq. 4), which weighs every mining strategy's batch alike. ``positives`` /
-    ``negatives``: see :func:`dml_tutorial.sampling.positive_pairs` and
+    strategy finds no negative counts as a zero), the ``1/|S|`` of Le & Odobez's
+    empirical risk (eq. 4), which weighs every mining strategy's batch alike.
+    ``positives`` / ``negatives``: see :func:`dml_tutorial.sampling.positive_pairs` and
     ``mine_negatives``."""
     check_choice(reduction, ("mean", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
@@ -152,9 +152,9 @@ def margin_loss(
     ``nu`` weighs the beta regulariser. Sampling defaults to the paper's: every positive
     pair, one distance-weighted negative. ``reduction="sum"`` drops the normalisation:
     the plain sum over the terms, the quantity of the EPS paper's Theorem 2; ``"pairs"``
-    divides that sum by the number of positive pairs before mining, the 1/|S| of Le &
-    Odobez's empirical risk with its 1-1 sampling (one negative pair per positive pair,
-    eq. 4 and section 5.2)."""
+    divides that sum by the number of positive pairs before mining, the ``1/|S|`` of
+    Le & Odobez's empirical risk with its 1-1 sampling (one negative pair per positive
+    pair, eq. 4 and section 5.2)."""
     check_choice(reduction, ("nonzero", "sum", "pairs"), "reduction")
     z, y = check_embeddings(embeddings, labels)
     dist = pairwise_distances(z)
@@ -261,7 +261,7 @@ def binomial_deviance_loss(
     embeddings, labels, alpha: float = 2.0, beta: float = 0.5, eta_neg: float = 25.0
 ) -> torch.Tensor:
     """Binomial deviance (Yi et al. 2014; ECAML eq. 10) with the pair weights of Yi et
-    al. and of ECAML's released ``BIER_loss_layer.cpp``:
+    al. and of ECAML's released ``BIER_loss_layer.cpp``::
 
         1/|P| sum_P log(1 + exp(-alpha (D_ij - beta)))
           + 1/|N| sum_N log(1 + exp(alpha eta_neg (D_ij - beta))),

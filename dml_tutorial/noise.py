@@ -1,6 +1,7 @@
 """Label noise: corrupting labels, noise transition matrices and the pair-label noise rates.
 
 Sample-level noise (Le & Odobez 2018, eq. 6; DCDL paper section 4.1, Fig. 2):
+
 - ``symmetric``: a label is kept with probability 1 - p and otherwise replaced by one of the K - 1 *other*
   classes drawn uniformly (so the flip rate is exactly p);
 - ``asymmetric``: a label of a class that has a pair (a visually similar class) is replaced by its pair with
@@ -111,11 +112,11 @@ def pair_noise_rates(p: float, num_classes: int) -> tuple[float, float]:
 
 
 def noise_multiplier(p: float, num_classes: int, w_neg_over_w_pos=None) -> float:
-    """Q of Le & Odobez 2018, eq. 22: the factor that scales the clean risk gap into the noisy one,
+    """Q of Le & Odobez 2018, eq. 22: the factor that scales the clean risk gap into the noisy one::
 
         Q = min over t in {+1, -1} of  1 - q_t - q_t w_{-t} / w_t,
 
-    with (q_+1, q_-1) = :func:`pair_noise_rates` (exact for finite K). ``w_neg_over_w_pos``: the ratio of the weight
+    with ``(q_+1, q_-1)`` = :func:`pair_noise_rates` (exact for finite K). ``w_neg_over_w_pos``: the ratio of the weight
     of a negative pair to that of a positive pair, a number or several (then the worst case over all of them);
     default 1/K, the pair-balanced weights of eq. 15, which gives eq. 24. Q >= 0 means a minimiser of the clean
     risk also minimises the noisy one (eq. 23)."""
@@ -186,8 +187,8 @@ def _pairs_of(embeddings, labels, num_classes):
 
 def auxiliary_pair_risk(embeddings, labels, num_classes: int | None = None) -> float:
     """The weighted empirical risk of Le & Odobez's auxiliary pair loss (eq. 14): the mean over all pairs i < j of
-    w_t l^A(t), with l^A = d_ij for a positive pair and d_max - d_ij for a negative one (eq. 9; d Euclidean on the
-    unit sphere, d_max = 2) and the 1-1 sampling weights w_+ = 1, w_- = 1/K (eq. 15). The unhinged triplet loss
+    ``w_t l^A(t)``, with ``l^A = d_ij`` for a positive pair and ``d_max - d_ij`` for a negative one (eq. 9; d Euclidean on the
+    unit sphere, d_max = 2) and the 1-1 sampling weights ``w_+ = 1``, ``w_- = 1/K`` (eq. 15). The unhinged triplet loss
     is a sum of such pair losses (eq. 12). ``labels`` may be noisy: then this is the noisy risk of one draw."""
     d, positive, k = _pairs_of(embeddings, labels, num_classes)
     weight = np.where(positive, 1.0, 1.0 / k)
@@ -196,7 +197,7 @@ def auxiliary_pair_risk(embeddings, labels, num_classes: int | None = None) -> f
 
 def expected_noisy_pair_risk(embeddings, labels, p: float, num_classes: int | None = None) -> float:
     """The expected :func:`auxiliary_pair_risk` under symmetric sample noise p, from the clean ``labels`` (eq. 17):
-    the mean over pairs of (1 - q_t - q_t w_-t / w_t) w_t l^A(t) + w_-t q_t d_max, with q_t from
+    the mean over pairs of ``(1 - q_t - q_t w_-t / w_t) w_t l^A(t) + w_-t q_t d_max``, with ``q_t`` from
     :func:`pair_noise_rates`. It is the clean risk with each pair's term scaled and shifted by constants, which is
     the paper's whole argument: for the unhinged loss, noise changes the risk's scale, not its minimiser."""
     d, positive, k = _pairs_of(embeddings, labels, num_classes)

@@ -153,7 +153,7 @@ def term_pulls(loss: Objective, model: torch.nn.Module, x: torch.Tensor, y: torc
 
 
 def pull_share(runs, term: str, other: str) -> np.ndarray:
-    """``[runs, epochs]``: ``term``'s share of two weighted pulls, |grad term| / (|grad term| + |grad other|),
+    """``[runs, epochs]``: ``term``'s share of two weighted pulls, ``|grad term| / (|grad term| + |grad other|)``,
     from histories recorded with curves (the ``"|grad| <term>"`` entries of :func:`term_pulls`); nan in an epoch
     where neither pulls."""
     pull = np.array([r.history[f"|grad| {term}"] for r in runs], dtype=float)

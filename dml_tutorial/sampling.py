@@ -141,6 +141,7 @@ def mine_negatives(dist, labels, a, p, negatives: str = "semihard-random", margi
     - ``semihard-fixed``: the nearest negative farther than the positive, argmin_{d_an > d_ap} d_an (eq. 29);
     - ``hard``: the nearest negative;
     - ``distance``: distance-weighted sampling of Wu et al. (needs ``dim``, the embedding dimension).
+
     Positive pairs for which the strategy finds no negative are dropped. ``dist`` holds the distances the loss
     uses (squared or not), so the semi-hard conditions follow the loss's convention."""
     check_choice(negatives, NEGATIVES, "negatives")
@@ -171,7 +172,7 @@ def selection_probabilities(dist, labels, a, p, negatives: str = "semihard-rando
     over the batch's samples, summing to 1, or to 0 where the strategy finds no negative (the pair is dropped).
     The random strategies draw uniformly from their candidates (:func:`mine_negatives`), ``semihard-fixed`` and
     ``hard`` put 1 on the nearest candidate, ``distance`` draws by Wu et al.'s weights, and ``all``, which takes
-    every negative once, is given the uniform 1/|negatives| of an unbiased 1-1 sampler."""
+    every negative once, is given the uniform ``1/|negatives|`` of an unbiased 1-1 sampler."""
     check_choice(negatives, NEGATIVES, "negatives")
     d_an, cand = _candidates(dist, labels, a, p, negatives, margin)
     if negatives in ("semihard-fixed", "hard"):

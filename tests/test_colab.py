@@ -47,6 +47,32 @@ def test_colab_install_cell_is_a_no_op_outside_colab(path):
     # IPython magics are not Python: run the cell with the magic line replaced by a marker that would fail
     namespace = {}
     exec(first.replace("%pip install", "raise RuntimeError  #"), namespace)  # noqa: S102 (our own notebook)
+    assert "RELEASE" not in namespace  # the Colab branch did not run
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_colab_install_cell_installs_the_release_the_pages_were_executed_with(path, monkeypatch, capsys):
+    """On Colab the cell installs the git tag of the package's version, and main only where pip cannot install
+    that tag (a fork or a clone without the tags): run with a stand-in google.colab module and pip."""
+    import subprocess
+    import sys
+    import types
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    first = "".join(_code_cells(path)[0]["source"])
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    for published, expected in ((True, [f"v{version}"]), (False, [f"v{version}", "main"])):
+        asked = []
+
+        def pip(cmd, published=published, asked=asked):
+            asked.append(cmd[-1].rsplit("@", 1)[1])
+            assert cmd[1:5] == ["-m", "pip", "install", "--quiet"] and f"git+{URL}@" in cmd[-1]
+            return subprocess.CompletedProcess(cmd, 0 if published or asked[-1] == "main" else 1)
+
+        monkeypatch.setattr(subprocess, "run", pip)
+        exec(first, {})  # noqa: S102 (our own notebook)
+        assert asked == expected
+        assert f"installed from {expected[-1]}" in capsys.readouterr().out
 
 
 def test_readme_and_pyproject_use_the_configured_url():

@@ -85,3 +85,27 @@ def test_the_package_has_no_import_circle():
         if module not in state:
             visit(module, [module])
     assert "objective" in graph["dcdl"] and "dcdl" not in graph["objective"]
+
+
+#: The newest torch calls the package relies on, with the release that introduced them, read in the Python source
+#: of the torch 2.2.0, 2.3.0 and 2.4.0 wheels (PyPI): ``torch.amp.GradScaler`` (torch/amp/grad_scaler.py) first
+#: ships in 2.3.0, ``is_bf16_supported(including_emulation=...)`` (torch/cuda/__init__.py) in 2.4.0.
+TORCH_CALLS = {"torch.amp.GradScaler(": (2, 3), "is_bf16_supported(including_emulation=": (2, 4)}
+#: torchvision's release for each torch minor version (torchvision's compatibility table).
+TORCHVISION_FOR = {(2, 3): (0, 18), (2, 4): (0, 19)}
+
+
+def _floor(requirement: str) -> tuple:
+    return tuple(int(x) for x in re.search(r">=\s*([\d.]+)", requirement).group(1).split(".")[:2])
+
+
+def test_the_torch_floor_is_the_newest_call_the_package_makes():
+    """The declared floor is the release that introduced the newest call of :data:`TORCH_CALLS`, and every call
+    listed is still made (a call dropped from the code must leave the table, a new one join it)."""
+    code = "\n".join(p.read_text() for p in (ROOT / "dml_tutorial").rglob("*.py"))
+    for call in TORCH_CALLS:
+        assert call in code, f"{call} is no longer called: update TORCH_CALLS and the floor"
+    needed = max(TORCH_CALLS.values())
+    py = _pyproject()
+    assert _floor(py["torch"]) == needed, f"torch floor {py['torch']}, the code needs >= {needed}"
+    assert _floor(py["torchvision"]) == TORCHVISION_FOR[needed]

@@ -83,7 +83,7 @@ def test_the_noise_toplines_train_as_many_steps_as_the_noisy_runs():
 def test_fashion_profiles_run_the_smoke_experiments_on_real_data_with_enough_seeds(chapter):
     cfg, smoke = profiles.settings(chapter, "fashion"), profiles.settings(chapter, "smoke")
     assert cfg["dataset"] == "fashion_mnist" and cfg["profile"] == "fashion"
-    assert cfg["n_seeds"] >= 5  # DESIGN.md: at least five seeds behind a verdict
+    assert cfg["n_seeds"] >= 5  # a verdict rests on paired intervals over at least five seeds (evidence.py)
     assert set(smoke) <= set(cfg)  # every setting the notebook reads is there
     if "seen" in cfg:
         assert cfg["seen"] == profiles.FASHION_SEEN and cfg.get("p", 0) <= len(cfg["seen"])

@@ -15,13 +15,14 @@ import site
 import subprocess
 import sys
 import warnings
+import zipfile
 from pathlib import Path
 
 import pytest
 from conftest import ROOT
 
 CHAPTER = "07_noise_guarantees"  # a paper chapter with real-data sections and a findings box; about 1 min in smoke
-BUILD_INPUTS = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "dml_tutorial", "data/results"]
+BUILD_INPUTS = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "dml_tutorial", "data/results"]
 
 
 def _sh(*args, **kwargs):
@@ -71,7 +72,12 @@ def _fresh_environment(tmp: Path, wheel: Path) -> Path:
 
 @pytest.mark.slow
 def test_a_chapter_alone_runs_with_the_installed_wheel_and_shows_the_committed_findings(tmp_path):
-    python = _fresh_environment(tmp_path, _build_wheel(tmp_path))
+    wheel = _build_wheel(tmp_path)
+    with zipfile.ZipFile(wheel) as archive:  # the licence travels with the package (PEP 639's licenses/ folder)
+        licences = [n for n in archive.namelist() if n.endswith(".dist-info/licenses/LICENSE")]
+        assert licences, "the wheel carries no LICENSE"
+        assert archive.read(licences[0]) == (ROOT / "LICENSE").read_bytes()
+    python = _fresh_environment(tmp_path, wheel)
     where = _sh(python, "-c", "import dml_tutorial, dml_tutorial.chapters as c; "
                 "print(dml_tutorial.__file__); print(c.notebooks_folder()); print(c.results_folder())",
                 cwd=tmp_path).splitlines()

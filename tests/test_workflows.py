@@ -72,3 +72,35 @@ def test_the_readme_names_the_pages_address_of_the_configured_repository():
     url = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
     owner, name = re.fullmatch(r"https://github\.com/([^/]+)/([^/]+)", url.rstrip("/")).groups()
     assert f"https://{owner}.github.io/{name}/" in (ROOT / "README.md").read_text()
+
+
+def test_every_cache_is_keyed_on_files_that_exist_and_write_what_it_holds():
+    """A key that hashes a missing file never changes (the tests workflow once keyed on dml_tutorial/data.py after
+    that module became a package): each hashed file must exist, and a hashed module must be the one that writes
+    the cached folder."""
+    caches = [(path, step["with"]) for path in WORKFLOWS for job in _workflow(path)["jobs"].values()
+              for step in job.get("steps", []) if str(step.get("uses", "")).startswith("actions/cache@")]
+    assert caches
+    for path, spec in caches:
+        files = re.findall(r"'([^']+)'", re.search(r"hashFiles\(([^)]*)\)", spec["key"]).group(1))
+        assert files, f"{path.name}: the key {spec['key']} hashes nothing"
+        for name in files:
+            assert list(ROOT.glob(name)), f"{path.name}: the key hashes {name}, which does not exist"
+        writers = [name for name in files if name.endswith(".py")]
+        folder = Path(spec["path"]).name
+        assert any(f"{folder}/" in (ROOT / name).read_text() for name in writers), \
+            f"{path.name}: no hashed module writes {spec['path']}"
+
+
+def test_the_pages_build_installs_only_what_the_book_needs(tmp_path):
+    """`make html` on a fresh machine: torch (from TORCH_INDEX when set) and the package with its book extra, no
+    dev tools, browser, fonts, datasets or SLURM (make -n prints what it would run)."""
+    out = subprocess.run(["make", "-n", "html", f"VENV={tmp_path / 'venv'}",
+                          "TORCH_INDEX=https://download.pytorch.org/whl/cpu"], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout
+    assert "--index-url https://download.pytorch.org/whl/cpu" in out and '-e ".[book]"' in out
+    for absent in ("[book,dev]", "apt-get", "chromium", "fonts-", "slurm", "fashion-mnist"):
+        assert absent not in out, f"`make html` would run {absent}"
+    full = subprocess.run(["make", "-n", "setup", f"VENV={tmp_path / 'venv'}"], cwd=ROOT, capture_output=True,
+                          text=True, check=True).stdout
+    assert "[book,dev]" in full and "--index-url" not in full
