@@ -85,14 +85,15 @@ book: notebooks html      ## the main job
 # by file, the slowest tests), written even when a test fails, so the next slowdown is visible. nbval's checks log
 # every trained number (_build/nbval-drift.jsonl); benchmarks/bench_nbval_drift.py turns it into the drift, the
 # derived tolerance and the power per chapter (_build/nbval-drift.json).
-# Tests that execute a whole chapter on both cores run alone, after the unit tests, with nbval: beside another
-# chapter's kernel on the other worker, two kernels of 2 threads each on 2 cores run several times slower.
+# Tests that execute a whole chapter run after the unit tests, with nbval, two at a time on two workers, each
+# kernel on one thread (notebooks/conftest.py: two kernels of 2 threads each on 2 cores ran several times slower).
 SERIAL = tests/test_wheel.py
 
-test: setup               ## unit tests and the book build on 2 workers, then nbval notebook by notebook (each uses both cores)
+test: setup               ## unit tests and the book build on 2 workers, then nbval, two chapters at a time
 	@mkdir -p _build && rm -f _build/test-unit.xml _build/test-nbval.xml
 	$(BIN)/python -m pytest -n 2 --dist loadfile tests --ignore=$(SERIAL) --junitxml=_build/test-unit.xml; unit=$$?; \
-	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest notebooks $(SERIAL) --junitxml=_build/test-nbval.xml; fi; nbval=$$?; \
+	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest -n 2 --dist loadfile notebooks $(SERIAL) \
+	  --junitxml=_build/test-nbval.xml; fi; nbval=$$?; \
 	$(BIN)/python benchmarks/bench_suite.py _build/test-unit.xml _build/test-nbval.xml --out _build/test-durations.txt \
 	  || true; [ -s _build/nbval-drift.jsonl ] && $(BIN)/python benchmarks/bench_nbval_drift.py --out _build/nbval-drift.json \
 	  || true; [ $$unit -eq 0 ] && [ $$nbval -eq 0 ]

@@ -42,9 +42,15 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
+#: When set, every training's CPU thread count (the profile's ``threads`` overridden): a test harness that runs
+#: two chapters side by side on two cores gives each one thread (notebooks/conftest.py).
+THREADS_ENV = "DML_TUTORIAL_THREADS"
+
+
 def seed_everything(seed: int, threads: int | None = None, deterministic: bool = False):
-    """Seed Python, NumPy and torch (CPU and CUDA); optionally fix torch's CPU thread count, which also fixes the
-    order of floating-point reductions (so CPU results repeat exactly on a machine).
+    """Seed Python, NumPy and torch (CPU and CUDA); optionally fix torch's CPU thread count (``threads``, or
+    :data:`THREADS_ENV` when set), which also fixes the order of floating-point reductions (so CPU results repeat
+    exactly on a machine).
 
     On a GPU, seeding is not enough: some CUDA kernels (cuBLAS reductions, atomic adds) round differently from run
     to run, so two seeded runs agree only to about 1e-5 (measured on an H100). ``deterministic=True`` turns on
@@ -55,6 +61,7 @@ def seed_everything(seed: int, threads: int | None = None, deterministic: bool =
     random.seed(seed)
     np.random.seed(seed % 2**32)
     torch.manual_seed(seed)
+    threads = int(os.environ[THREADS_ENV]) if os.environ.get(THREADS_ENV) else threads
     if threads:
         torch.set_num_threads(threads)
     if deterministic:

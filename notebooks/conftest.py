@@ -8,7 +8,9 @@ nbval starts here (they inherit this environment) differ from the machine that s
   (``tests/other_machine/perturb_weights.py``, an IPython start-up file);
 - PyTorch's own CPU kernels and MKL are held to AVX2 code paths (``ATEN_CPU_CAPABILITY``,
   ``MKL_ENABLE_INSTRUCTIONS``), so vectorised sums run in another order on a CPU with AVX-512;
-- no GPU is visible (the stored outputs are the CPU smoke profile's; on a GPU ``PROFILE="auto"`` picks another).
+- no GPU is visible (the stored outputs are the CPU smoke profile's; on a GPU ``PROFILE="auto"`` picks another);
+- one CPU thread per kernel (``DML_TUTORIAL_THREADS``, ``OMP_NUM_THREADS``) where the outputs were stored with
+  two, so that ``make test`` runs two chapters side by side on two cores (pytest-xdist) without oversubscribing.
 
 What nbval compares as text must therefore be machine-independent; trained numbers are compared with the
 chapter's committed record by :func:`dml_tutorial.reference.check`, switched on by ``DML_TUTORIAL_CHECK``.
@@ -31,7 +33,8 @@ def emulate_other_machine(environ) -> None:
     ipython = Path(tempfile.mkdtemp(prefix="dml-tutorial-ipython-"))  # the kernel writes its history there
     (ipython / "profile_default" / "startup").mkdir(parents=True)
     shutil.copy(START_UP, ipython / "profile_default" / "startup" / "00_perturb_weights.py")
-    environ.update(IPYTHONDIR=str(ipython), ATEN_CPU_CAPABILITY="avx2", MKL_ENABLE_INSTRUCTIONS="AVX2")
+    environ.update(IPYTHONDIR=str(ipython), ATEN_CPU_CAPABILITY="avx2", MKL_ENABLE_INSTRUCTIONS="AVX2",
+                   DML_TUTORIAL_THREADS="1", OMP_NUM_THREADS="1")
 
 
 def pytest_configure(config):

@@ -73,7 +73,7 @@ TRAIN_TEST = [(1, 6), (2, 6), (3, 6)], [(0, 10), (1, 10)]  # (class, images) see
 #: The most inputs a dry run may train its backbone on, summed over every training of the chapter (the plan's
 #: count). The EPS colab dry run once trained 2 x 50 batches of ResNet-50 at 224 px: 24 minutes on a 2-core AMD host.
 MAX_TRAINED_IMAGES = 500
-SMALL = {"image_size": 32, "threads": 2}
+SMALL = {"image_size": 32, "threads": 1}  # one thread: the other pytest worker runs beside it
 DRY_RUNS = {  # chapter: (notebook, dataset maker, unseen class offset, dataset, backbone, tiny SETTINGS)
     "ecaml": ("06_ecaml", _cars196, 99, "cars196", "googlenet",
               {"epochs": 2, "batches_per_epoch": 1, "p": 3, "k": 2, "lambdas": [0.1], "dropouts": [0.25],
