@@ -203,7 +203,8 @@ def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) 
     if column in measured.get(STARTED, {}):  # a pretrained start: the fine-tuned control must beat it too
         refs[STARTED] = measured[STARTED][column]
     passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100, confidence)
-    return passes, (f"{reason} ({column})" if column != claim.column else reason)
+    # the control's column named as a column, not in parentheses: "(p = 0)" beside p-values read as one of them
+    return passes, (f"{reason}, in the {column} column" if column != claim.column else reason)
 
 
 def _below_raw(measured: dict, claim: Claim) -> bool:

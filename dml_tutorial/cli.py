@@ -8,7 +8,8 @@
   the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
   resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
   a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state.
-- ``report [--results DIR] [--pages DIR]`` writes the "results at scale" page of each chapter from the run files.
+- ``report [--results DIR] [--pages DIR]`` writes the "At paper scale" page, the verdict table and the claims
+  registry page from the run files.
 
 Errors (unknown chapter or parameter, a bad grid file, a failing cell) give one message and a non-zero exit; the
 partially executed notebook is kept for inspection.
@@ -362,7 +363,7 @@ def _parser() -> argparse.ArgumentParser:
                          help="any other sbatch option, e.g. --slurm-param account=abc --slurm-param qos=high")
     cluster.add_argument("--wait", action="store_true", help="wait until no job is queued or running")
     cluster.add_argument("--poll", type=float, default=30.0, help="seconds between squeue calls with --wait")
-    report = sub.add_parser("report", help="write the 'results at scale' pages from the results files")
+    report = sub.add_parser("report", help="write the 'At paper scale' page, the verdicts and the registry from the run files")
     report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
     pretrain = sub.add_parser("pretrain", help="build a test bed's pretrained start (its ImageNet), once")

@@ -179,8 +179,10 @@ _OMNIGLOT = {  # Table 3: (letters R@1, R@2, R@4, R@8, NMI), (alphabets R@1, R@2
     "MS": ((57.7, 68.5, 77.3, 83.8, 69.2), (78.8, 86.4, 92.0, 95.4, 46.0)),
     "EPS + Trip. + SH": ((68.4, 79.3, 86.9, 92.1, 79.6), (85.2, 91.1, 94.9, 97.3, 52.6)),
     "EPS + Dist-Margin": ((66.2, 76.7, 84.8, 90.3, 77.9), (83.0, 89.4, 93.6, 96.4, 50.7)),
+    "EPS + MS": ((68.7, 79.1, 86.9, 92.2, 77.3), (86.2, 91.7, 94.9, 97.2, 53.8)),
 }
-#: Table 3 (Omniglot, trained on alphabet labels), evaluated on the alphabets; no EPS + MS row in the paper.
+#: Table 3 (Omniglot, trained on alphabet labels), evaluated on the alphabets (its ProxyNCA row, a baseline we do
+#: not run, is left out).
 REPORTED["OMNIGLOT"] = {row: dict(zip(("R@1", "R@2", "R@4", "R@8", "NMI+"), alphabets, strict=True))
                         for row, (_, alphabets) in _OMNIGLOT.items()}
 #: Table 3, the same models evaluated on the letters (NMI with one cluster per letter).

@@ -72,7 +72,10 @@ WHY = {
              "below the glyph results): part of the recorded SME's lead is that detail. Where the trained rows do "
              "not beat the raw input, the claim cannot show at all.",
     "eps": "The even/odd experiment is the paper's mechanism (section 2) and is not gated: its baseline is meant "
-           "to lose structure the input has. The retrieval claims need a test bed where training helps; on "
+           "to lose structure the input has. The chapter's own collapse test on sub-cluster data (section 3, its "
+           "figure against the noise rate and the sentences under it) does not follow Theorem 1 in the smoke run: "
+           "there label noise moves the triplet baseline's modes apart and EPS's closer, the opposite of the "
+           "theorem's prediction, which is about the loss's optimum, not a short training. The retrieval claims need a test bed where training helps; on "
            "Fashion-MNIST's five seen classes it does not. On the glyphs each loss runs at the setting the bench's "
            "search validated on held-out characters, and Table 2's baseline is judged in two readings. With one "
            "random positive per anchor (section 5.1's regular loss) EPS is *inconclusive* for the margin loss and "

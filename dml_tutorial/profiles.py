@@ -4,7 +4,7 @@
 - ``fashion``: real data that every machine can have (Fashion-MNIST, :func:`dml_tutorial.data.fashion_mnist`),
   the whole training split of the classes used, five seeds, an MLP on 2 CPU cores; each chapter's grid is at
   most about an hour. It is meant for ``dml-tutorial sweep data/sweeps/<chapter>-fashion.yaml``, whose committed
-  results the chapters and the "results at scale" pages show.
+  results the chapters show.
 - ``glyphs`` (test bed I, the MLP's, kept for the record) and ``glyphs2`` (test bed II, the papers' regime on a
   CPU): see :data:`GLYPHS2` below.
 - ``colab``: the paper's own dataset and backbone, one seed, each chapter's central comparison only, sized so that

@@ -1,4 +1,4 @@
-"""Results as data: what a chapter run records, one JSON file per run, and the "results at scale" pages built from
+"""Results as data: what a chapter run records, one JSON file per run, and the "At paper scale" page built from
 them.
 
 A notebook shows each table with :func:`record`, which returns the table it displays. Under
@@ -6,8 +6,9 @@ A notebook shows each table with :func:`record`, which returns the table it disp
 numbers, one value per seed, to that file; anywhere else (Colab, nbval, a plain Jupyter session) it writes nothing.
 Under nbval it checks them against the chapter's committed record instead (:mod:`dml_tutorial.reference`).
 The command line then writes one self-describing run file (:func:`run_file`) into ``data/results/<chapter>/``, and
-:func:`write_report` turns all of them into one page per chapter in ``book/results/``: paper reported beside
-measured (mean ± std over every seed recorded for the same settings), with the device, profile, epochs and command.
+:func:`write_report` turns all of them into one page, ``book/results/at_scale.md``, with a section per chapter: paper
+reported beside measured (mean ± std over every seed recorded for the same settings), with the device, profile,
+epochs and command, or what a run needs while none is recorded.
 """
 
 from __future__ import annotations
@@ -164,10 +165,13 @@ def _title(notebook: Path) -> str:
     return heading[2:].strip()
 
 
-def _section(key: tuple, runs: list[dict], registration: dict | None = None) -> list[str]:
+def _section(key: tuple, runs: list[dict], registration: dict | None = None, level: int = 2) -> list[str]:
+    """One group of runs (:func:`group`): where and how they ran, each table over the seeds, the verdicts; its
+    heading at ``level`` (``##``), the tables' one below."""
     profile, dataset, model, epochs = key
     seeds = sorted({s for r in runs for t in r["tables"] for s in t["seeds"]})
-    lines = [f"## {profile} profile: {dataset}, {model}, {epochs} epochs", "",
+    h, sub = "#" * level, "#" * (level + 1)
+    lines = [f"{h} {profile} profile: {dataset}, {model}, {epochs} epochs", "",
              f"- runs: {len(runs)}, seeds {', '.join(map(str, seeds))}",
              f"- device: {', '.join(sorted({str(r['device']) for r in runs}))}",
              f"- package: {', '.join(sorted({r['version'] for r in runs}))}",
@@ -178,11 +182,11 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None) -> 
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
         used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
-        lines += [f"### {table}", "", markdown_table(plots.results_table(measured, paper)), "",
+        lines += [f"{sub} {table}", "", markdown_table(plots.results_table(measured, paper)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}.", ""]
     verdicts = registry.annotate(claims.assess(runs[0]["chapter"], runs), runs[0]["chapter"], profile, registration)
     if not verdicts.empty:
-        lines += ["### Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
+        lines += [f"{sub} Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
     return lines
 
 
@@ -196,31 +200,54 @@ VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation
 IN_CHAPTER = ("fashion", "glyphs", "glyphs2")
 
 
+#: The book's one page of paper-scale runs (``book/results/at_scale.md``): a section per chapter, which says what a
+#: run needs until one is recorded (seven pages that each said "not run yet" were seven dead ends in the sidebar).
+SCALE_PAGE = "at_scale"
+
+
+def _size(n: int | None) -> str:
+    return "size not published" if n is None else (f"{n / 1e9:.2f} GB" if n >= 1e9 else f"{n / 1e6:.0f} MB")
+
+
+def run_needs(chapter: str) -> str:
+    """What a full-profile run of ``chapter`` needs: a GPU, what it downloads (:func:`dml_tutorial.plan.downloads`
+    for the full profile's defaults, with their sizes) and the commands."""
+    from . import plan, profiles
+
+    cfg = profiles.settings(chapter, "full")
+    fetched = "; ".join(f"{what}, {_size(size)}" for what, size, _ in plan.downloads(cfg))
+    return (f"**What a run needs**: a CUDA GPU and, fetched with their checksums on first use, "
+            f"{fetched or 'nothing'}; then `dml-tutorial sweep data/sweeps/{chapter}.yaml` (resumable) and "
+            "`dml-tutorial report`.")
+
+
 def report_page(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> str:
-    """The "results at scale" page of one chapter: its full-profile runs (and any profile the chapter does not show
-    itself), or a plain "not run at full scale yet"; the Fashion-MNIST and glyph runs are the chapter's own
-    sections (:data:`IN_CHAPTER`), named and linked here, not repeated."""
+    """One chapter's section of the "At paper scale" page (:data:`SCALE_PAGE`): its full-profile runs (and any
+    profile the chapter does not show itself), or a plain "not run at full scale yet" with what a run needs; the
+    runs on real data on a CPU are the chapter's own sections (:data:`IN_CHAPTER`), named and linked, not repeated."""
     title = _title(notebook)
     groups = sorted(group(runs).items(), key=lambda kv: (kv[0][0] != "full", str(kv[0])))
     full = sum(len(g) for k, g in groups if k[0] == "full")
-    status = (f"{full} full-profile run(s) recorded." if full else
-              "**Not run at full scale yet.** The chapter's own numbers come from its smoke profile (offline data, "
-              "CPU); nobody has recorded a full-profile run of it here.")
+    status = (f"{full} full-profile run(s) recorded." if full else "**Not run at full scale yet.**")
     shown = {k[0]: len(g) for k, g in groups if k[0] in IN_CHAPTER}
     if shown:
-        status += (" The runs on real data (" + ", ".join(f"`{p}`: {n} run(s)" for p, n in shown.items()) +
-                   f") are in the chapter itself, {{doc}}`/notebooks/{notebook.stem}`, with their tables, figures, "
-                   f"verdicts and findings box; `dml-tutorial sweep data/sweeps/{chapter}-<profile>.yaml` repeats "
-                   "them.")
-    lines = [f"# Results at scale: {title}", "",
-             f"<!-- generated by `dml-tutorial report` from data/results/{chapter}/: do not edit by hand -->", "",
-             status, "",
-             (f"The chapter: {{doc}}`/notebooks/{notebook.stem}`. To add runs on a GPU: "
-             f"`dml-tutorial sweep data/sweeps/{chapter}.yaml` (resumable), then `dml-tutorial report`."), ""]
+        status += (" The runs on real data on a CPU (" + ", ".join(f"`{p}`: {n} run(s)" for p, n in shown.items())
+                   + f") are in the chapter, {{doc}}`/notebooks/{notebook.stem}`.")
+    lines = [f"## {title}", "", status, "", run_needs(chapter), ""]
     for key, members in groups:
         if key[0] not in IN_CHAPTER:
-            lines += _section(key, members, registration)
+            lines += _section(key, members, registration, level=3)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def scale_page(sections: list[str]) -> str:
+    """The "At paper scale" page: the chapters' sections (:func:`report_page`) under one heading."""
+    head = ["# At paper scale", "",
+            "<!-- generated by `dml-tutorial report` from data/results/: do not edit by hand -->", "",
+            ("Runs of each chapter's *full* profile: the paper's datasets, backbone and protocol, on a GPU, with "
+             "the paper's numbers beside ours (mean ± std over seeds), the device, commit and command of each run. "
+             "The chapters' own runs on real data on a CPU are in the chapters themselves."), ""]
+    return "\n".join(head) + "\n" + "\n".join(sections)
 
 
 #: The verdict table's marks: a decisive word that does not survive Holm's correction over the whole table, and a
@@ -260,30 +287,131 @@ def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: d
     return out
 
 
+#: The cells that give no answer: a chapter whose every claim reads so at one scale is said in a sentence under
+#: the table, its cells there a dash, and a scale where no chapter has an answer loses its column.
+NO_ANSWER = ("not run yet", "not testable here")
+NO_ANSWER_MARK = "—"
+
+
+def _card(label: str, text: str) -> str:
+    """A cell with its column's name, shown only on a phone, where the table becomes one card per claim
+    (book/_css/book.css: ``.card-label``); the name travels with the cell, so columns can come and go."""
+    return f'<span class="card-label">{label}: </span>{text}'
+
+
+def _silent(cells: list[str]) -> str | None:
+    """Why a chapter has no answer at a scale (its claims' cells), or ``None`` when one cell answers."""
+    kinds = {next((k for k in NO_ANSWER if c.startswith(k)), None) for c in cells}
+    if not cells or None in kinds:
+        return None
+    return " or ".join(k for k in NO_ANSWER if k in kinds)
+
+
 def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None = None) -> str:
     """The book's one table of verdicts: every claim of :data:`dml_tutorial.claims.CLAIMS` at each scale of
     :data:`SCALES`, with its smallest effect of interest, each decisive word marked where it does not survive
     Holm's correction over the whole table (:func:`dml_tutorial.claims.book_family`); each chapter's name links to
-    its findings box (:mod:`dml_tutorial.findings`, the target ``<chapter>-findings``)."""
-    heads = " | ".join(head for head, _ in SCALES)
+    its findings box (:mod:`dml_tutorial.findings`, the target ``<chapter>-findings``). A chapter with no answer at
+    a scale (:data:`NO_ANSWER`) is one sentence under the table, not a column of non-answers."""
     frames = {chapter: scale_frames(chapter, notebook, runs, registration) for chapter, notebook in notebooks.items()}
     book_wide = claims.book_family({(c, scale): f for c, fs in frames.items() for scale, f in fs.items()})
+    cells = {(chapter, scale): [_verdict_cell(f, claim.text, book_wide, (chapter, scale))
+                                for claim in claims.CLAIMS.get(chapter, [])]
+             for chapter, fs in frames.items() for scale, f in fs.items()}
+    silent = {key: why for key, c in cells.items() if (why := _silent(c))}
+    scales = [(head, profile or "smoke") for head, profile in SCALES]
+    shown = [(head, scale) for head, scale in scales
+             if any((c, scale) not in silent for c in notebooks if claims.CLAIMS.get(c))]
+    heads = " | ".join(head for head, _ in shown)
     lines = ["<!-- generated by `dml-tutorial report` from the chapters' records and data/results/: do not edit -->",
              "", ":::{container} verdict-cards",  # one card per claim on a phone (book/_css/book.css)
-             f"| chapter | claim | smallest effect (points) | {heads} |", "|---" * (3 + len(SCALES)) + "|"]
+             f"| chapter | claim | smallest effect (points) | {heads} |", "|---" * (3 + len(shown)) + "|"]
     for chapter in notebooks:
         for i, claim in enumerate(claims.CLAIMS.get(chapter, [])):
             name = f"{{ref}}`{claims.NAMES.get(chapter, chapter)} <{chapter}-findings>`" if i == 0 else ""
-            cells = " | ".join(_verdict_cell(f, claim.text, book_wide, (chapter, scale))
-                               for scale, f in frames[chapter].items())
-            lines.append(f"| {name} | {plots.label_tex(claim.text)} | {claim.smallest_effect:g} | {cells} |")
+            row = " | ".join(_card(head, NO_ANSWER_MARK if (chapter, scale) in silent else cells[chapter, scale][i])
+                             for head, scale in shown)
+            lines.append(f"| {name} | {plots.label_tex(claim.text)} | "
+                         f"{_card('smallest effect (points)', f'{claim.smallest_effect:g}')} | {row} |")
     kept = sum(book_wide.values())
-    lines += [":::", "", VERDICT_RULES, "",
+    lines += [":::", "", *_no_answers(scales, shown, silent, notebooks), VERDICT_RULES, "",
               (f"Book-wide: {kept} of the {len(book_wide)} decisive words survive Holm's correction at 5% over every "
               f"test of this table (each cell with a word other than *not testable here*); {NOT_BOOK_WIDE} marks "
               f"the others. {BELOW_RAW_MARK}: a decisive word where every row the claim compares lies below the "
               "raw input.")]
     return "\n".join(lines) + "\n"
+
+
+def _no_answers(scales, shown, silent, notebooks) -> list[str]:
+    """The sentences that replace the table's non-answers: per scale, the chapters with none and why."""
+    out = []
+    for head, scale in scales:
+        chapters = [c for c in notebooks if (c, scale) in silent]
+        if not chapters:
+            continue
+        if (head, scale) not in shown:
+            where = " ({doc}`/book/results/at_scale` says what a run needs)" if scale == "full" else ""
+            out.append(f"- **{head}**: no chapter has an answer yet{where}.")
+            continue
+        by_reason = defaultdict(list)
+        for c in chapters:
+            by_reason[silent[c, scale]].append(claims.NAMES.get(c, c))
+        out.append(f"- **{head}** ({NO_ANSWER_MARK} in its column): " + "; ".join(
+            f"{', '.join(names)}: every claim {why}" for why, names in by_reason.items()) + ".")
+    return (["No answer at these scales, said once instead of a cell per claim:", "", *out, ""] if out else [])
+
+
+def _found(frame) -> str | None:
+    """What one scale shows of a chapter's claims: the words and how many of each, or the seeds so far."""
+    if frame is None or frame.empty:
+        return None
+    words = [w for w in frame["verdict"] if w != evidence.NO_VERDICT]
+    if not words:
+        return f"{int(frame['seeds'].max())} seed(s) so far, no word yet"
+    counts = {w: words.count(w) for w in evidence.WORDS if w in words}
+    return ", ".join(f"{n} *{w}*" for w, n in counts.items())
+
+
+#: The scales the summary reads, as its sentences name them (the smoke runs check the pipeline and say nothing).
+SUMMARY_SCALES = {"fashion": "Fashion-MNIST", "glyphs": "test bed I (glyphs, an MLP from scratch)",
+                  "glyphs2": "test bed II", "full": "the paper's data"}
+
+
+def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = None) -> str:
+    """The book's first page after the introduction: per paper, what it claims (the findings box's sentence),
+    what our runs found at each scale (the words of the verdict table, counted) and how sure they are (the words
+    that survive the book-wide Holm correction, and those decided post hoc). Generated, so it cannot disagree with
+    the verdict table."""
+    from .findings import CLAIMED
+
+    frames = {chapter: scale_frames(chapter, notebook, runs, registration) for chapter, notebook in notebooks.items()}
+    book_wide = claims.book_family({(c, scale): f for c, fs in frames.items() for scale, f in fs.items()})
+    lines = ["# Summary: what reproduced", "",
+             "<!-- generated by `dml-tutorial report` from the chapters' records and data/results/: do not edit -->",
+             "",
+             ("One paragraph per paper: its claim, what our runs found at each scale, and how sure the words are. The "
+              "words are the book's five ({doc}`/book/glossary`); each claim's cell is in the introduction's verdict "
+              "table and each chapter's Findings box says why."), ""]
+    for chapter, fs in frames.items():
+        if chapter not in CLAIMED:
+            continue
+        found = [f"on {SUMMARY_SCALES[scale]}: {text}" for scale, f in fs.items()
+                 if scale in SUMMARY_SCALES and (text := _found(f))]
+        decisive = {k: v for k, v in book_wide.items() if k[0] == chapter}
+        marks = [r for f in fs.values() if f is not None for r, w in zip(f["registration"], f["verdict"])
+                 if w in evidence.WORDS]
+        post_hoc = sum(r.startswith(", post hoc") for r in marks)
+        sure = (f"{sum(decisive.values())} of its {len(decisive)} decisive words survive the book-wide Holm "
+                "correction" if decisive else "no decisive word yet")
+        if marks:
+            sure += (f"; {post_hoc} of its {len(marks)} words were decided by runs made before the claim's "
+                     "definition was committed (*post hoc*)" if post_hoc else
+                     f"; each of its {len(marks)} words was registered before the run that decided it")
+        lines += [f"## {claims.NAMES.get(chapter, chapter)}", "",
+                  f"**The paper claims** that {CLAIMED[chapter]} **What we found**: "
+                  + ("; ".join(found) if found else "no run on real data yet") + f". **How sure**: {sure}. "
+                  f"{{ref}}`The findings <{chapter}-findings>`.", ""]
+    return "\n".join(lines).rstrip() + "\n"
 
 
 VERDICT_RULES = (
@@ -302,7 +430,8 @@ VERDICT_RULES = (
 
 
 def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict | None = None) -> list[Path]:
-    """Write ``pages/<chapter>.md`` for every chapter notebook (``{chapter: path}``, default: the book's) from
+    """Write the "At paper scale" page (``pages/at_scale.md``, a section for every chapter notebook of
+    ``notebooks``, ``{chapter: path}``, default: the book's), the verdict table and the claims registry page from
     the run files under ``results``; returns the pages written."""
     from .profiles import CHAPTERS
 
@@ -310,13 +439,15 @@ def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict |
     notebooks = notebooks or {c: nb for c, nb in chapters().items() if c in CHAPTERS}
     registration = registry.stored(Path(results) / registry.STATUS.name)  # `dml-tutorial report` writes it
     pages.mkdir(parents=True, exist_ok=True)
-    written = []
-    for chapter, notebook in notebooks.items():
-        page = pages / f"{chapter}.md"
-        page.write_text(report_page(chapter, notebook, [r for r in runs if r["chapter"] == chapter], registration))
-        written.append(page)
+    scale = pages / f"{SCALE_PAGE}.md"
+    scale.write_text(scale_page([report_page(chapter, notebook, [r for r in runs if r["chapter"] == chapter],
+                                             registration) for chapter, notebook in notebooks.items()]))
+    written = [scale]
     page = pages / "verdicts.md"  # included by the introduction; not a page of its own
     page.write_text(verdicts_page(runs, notebooks, registration))
+    summary = pages / "summary.md"
+    summary.write_text(summary_page(runs, notebooks, registration))
+    written.append(summary)
     claims_page = pages / "registry.md"
     claims_page.write_text(registry.page(registration))
     return written + [page, claims_page]

@@ -27,3 +27,23 @@ def load_benchmark(name: str):
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
+
+
+def verdict_cells(page: str) -> dict:
+    """``{(claim as the table writes it, profile): cell}`` of the verdict table (book/results/verdicts.md): each
+    column named by its heading (its scale in ``report.SCALES``; columns without any answer are left out of the
+    table), each cell without the column name it carries for phones (``<span class="card-label">``)."""
+    import re
+
+    from dml_tutorial import report
+
+    profiles = {head: profile or "smoke" for head, profile in report.SCALES}
+    lines = [line for line in page.splitlines() if line.startswith("| ")]
+    heads = [h.strip() for h in lines[0].strip().strip("|").split("|")]
+    assert heads[:3] == ["chapter", "claim", "smallest effect (points)"] and set(heads[3:]) <= set(profiles), heads
+    out = {}
+    for line in lines[1:]:
+        cells = [re.sub(r'^<span class="card-label">[^<]*</span>', "", c.strip()) for c in line.strip("|").split("|")]
+        for head, cell in zip(heads[3:], cells[3:], strict=True):
+            out[(cells[1], profiles[head])] = cell
+    return out

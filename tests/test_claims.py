@@ -9,6 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from conftest import verdict_cells
 from scipy import stats
 
 from dml_tutorial import claims, experiment, plots, report
@@ -136,7 +137,7 @@ def test_noise_claims_test_the_interaction_not_a_gap_that_exists_without_noise()
     run["tables"][0]["measured"]["raw input"] = {col: (np.asarray(v) + 0.5 * (col != "p = 0")).tolist()
                                                for col, v in low.items()}
     frame = claims.assess("noise_guarantees", [run])
-    assert set(frame["verdict"]) == {"no effect detected"} and all("(p = 0)" in g for g in frame["gate"])
+    assert set(frame["verdict"]) == {"no effect detected"} and all(g.endswith(", in the p = 0 column") for g in frame["gate"])
     run["tables"][0]["measured"]["raw input"] = {col: (np.asarray(v) + 0.5).tolist() for col, v in low.items()}
     assert set(claims.assess("noise_guarantees", [run])["verdict"]) == {"not testable here"}
 
@@ -234,11 +235,13 @@ def test_pages_carry_the_verdicts(runs, tmp_path):
     (tmp_path / "ecaml").mkdir()
     (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
     report.write_report(tmp_path, tmp_path / "pages")
-    page = (tmp_path / "pages" / "ecaml.md").read_text()  # the fashion run is the chapter's: named, not repeated
-    assert "`fashion`: 1 run(s)" in page and "### Verdicts" not in page and "{doc}`/notebooks/06_ecaml`" in page
+    page = (tmp_path / "pages" / "at_scale.md").read_text()  # the fashion run is the chapter's: named, not repeated
+    assert "`fashion`: 1 run(s)" in page and "Verdicts" not in page and "{doc}`/notebooks/06_ecaml`" in page
     table = (tmp_path / "pages" / "verdicts.md").read_text()
-    row = next(line for line in table.splitlines() if "EC improves Triplet" in line)
-    assert "| supported (+5" in row and row.endswith("| not run yet |")  # no full-profile run
+    cells = verdict_cells(table)
+    claim = next(c for c, _ in cells if "EC improves Triplet" in c)
+    assert cells[(claim, "fashion")].startswith("supported (+5")
+    assert (claim, "full") not in cells and "- **paper's data**: no chapter has an answer yet" in table
 
 
 def test_show_displays_the_section_and_returns_the_figure(runs, tmp_path, capsys):
@@ -266,28 +269,18 @@ def test_no_claim_has_two_verdicts_at_one_scale():
     output is stale, or if someone computes a verdict another way)."""
     from dml_tutorial.chapters import chapters
 
-    lines = (report.PAGES / "verdicts.md").read_text().splitlines()
-    heads = [h.strip() for h in next(line for line in lines if line.startswith("| chapter |")).strip("|").split("|")]
-    scales = [p or "smoke" for _, p in report.SCALES]
-    table = {}
-    for line in lines:
-        if not line.startswith("|") or line.startswith(("| chapter |", "|---")):
-            continue
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        for scale, cell in zip(scales, cells[3:]):
-            if _word(cell):
-                table[(cells[1], scale)] = _word(cell)
-    assert len(heads) == 3 + len(scales) and table, "the verdict table has no verdicts"
+    cells = verdict_cells((report.PAGES / "verdicts.md").read_text())
+    table = {key: _word(cell) for key, cell in cells.items() if _word(cell)}
+    assert table, "the verdict table has no verdicts"
     checked = 0
-    for chapter in claims.CLAIMS:  # the results pages, one section per profile
-        profile = None
-        for line in (report.PAGES / f"{chapter}.md").read_text().splitlines():
-            if line.startswith("## ") and " profile" in line:
-                profile = line[3:].split(" profile")[0]
-            cells = [c.strip() for c in line.strip("|").split("|")]
-            if line.startswith("|") and len(cells) == 6 and (cells[0], profile) in table:
-                assert _word(cells[4]) == table[(cells[0], profile)], (chapter, profile, cells[0])
-                checked += 1
+    profile = None
+    for line in (report.PAGES / f"{report.SCALE_PAGE}.md").read_text().splitlines():  # a section per profile
+        if line.startswith("### ") and " profile" in line:
+            profile = line[4:].split(" profile")[0]
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if line.startswith("|") and len(cells) == 6 and (cells[0], profile) in table:
+            assert _word(cells[4]) == table[(cells[0], profile)], (profile, cells[0])
+            checked += 1
     for chapter, notebook in chapters().items():  # the stored outputs: smoke conclusions, real-data sections
         if chapter not in claims.CLAIMS:
             continue
@@ -333,7 +326,7 @@ def test_a_claim_gated_on_another_column_and_judged_against_the_papers_base_row(
     run = {**_run(measured, table=table), "chapter": "eps"}
     frame = claims.assess("eps", [run]).set_index("claim")
     row = frame.loc["EPS improves Trip. + SH on the letters of unseen superclasses (R@1)"]
-    assert row["verdict"] == "supported" and row["gate"].endswith("(R@1 (superclass))")
+    assert row["verdict"] == "supported" and row["gate"].endswith(", in the R@1 (superclass) column")
     measured["raw input"]["R@1 (superclass)"] = (letters + 0.7).tolist()  # now the baseline fails its own task
     frame = claims.assess("eps", [{**_run(measured, table=table), "chapter": "eps"}]).set_index("claim")
     assert frame.loc["EPS improves Trip. + SH on the letters of unseen superclasses (R@1)", "verdict"] == (

@@ -148,7 +148,8 @@ def test_report_writes_a_page_per_chapter_with_a_profile(folder, tmp_path):
     pages = tmp_path / "pages"
     assert cli.main(["report", "--results", str(folder / "none"), "--pages", str(pages)]) == 0
     # the toy chapter has no profile in dml_tutorial.profiles: no page of its own, no claim in the verdict table
-    assert sorted(p.name for p in pages.iterdir()) == ["registry.md", "verdicts.md"]
+    assert sorted(p.name for p in pages.iterdir()) == ["at_scale.md", "registry.md", "summary.md", "verdicts.md"]
+    assert "\n## " not in (pages / "at_scale.md").read_text()  # no section for a chapter without a profile
     assert "| claim |" in (pages / "verdicts.md").read_text() and "toy" not in (pages / "verdicts.md").read_text()
 
 

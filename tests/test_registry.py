@@ -6,7 +6,7 @@ import subprocess
 
 import pandas as pd
 import pytest
-from conftest import ROOT
+from conftest import ROOT, verdict_cells
 
 from dml_tutorial import claims, plots, registry, report
 
@@ -110,19 +110,16 @@ def test_a_post_hoc_word_says_so_on_the_page_and_a_registered_one_is_plain(repos
 def test_the_verdict_table_marks_each_word_as_the_stored_status_says():
     stored = registry.stored(report.RESULTS / registry.STATUS.name)["runs"]
     names = {plots.label_tex(c.text): (chapter, c.text) for chapter, cs in claims.CLAIMS.items() for c in cs}
-    profiles = [p or "smoke" for _, p in report.SCALES]
     checked = 0
-    for line in (report.PAGES / "verdicts.md").read_text().splitlines():
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        if not line.startswith("|") or cells[1] not in names:
+    for (claim, profile), cell in verdict_cells((report.PAGES / "verdicts.md").read_text()).items():
+        if claim not in names:
             continue
-        chapter, text = names[cells[1]]
-        for profile, cell in zip(profiles, cells[3:]):
-            if cell == "not run yet" or "no verdict" in cell:
-                assert "post hoc" not in cell
-                continue
-            entry = stored[f"{chapter}/{profile}/{text}"]
-            assert ("post hoc after" in cell) == entry["post hoc"], (chapter, profile, text)
-            assert not entry["post hoc"] or f"post hoc after {entry['after'][:7]} (" in cell
-            checked += 1
+        chapter, text = names[claim]
+        if cell in ("not run yet", report.NO_ANSWER_MARK) or "no verdict" in cell:
+            assert "post hoc" not in cell
+            continue
+        entry = stored[f"{chapter}/{profile}/{text}"]
+        assert ("post hoc after" in cell) == entry["post hoc"], (chapter, profile, text)
+        assert not entry["post hoc"] or f"post hoc after {entry['after'][:7]} (" in cell
+        checked += 1
     assert checked > 0

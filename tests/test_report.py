@@ -2,7 +2,6 @@
 pages, which must be exactly what the committed run files give."""
 
 import json
-import re
 import subprocess
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 import yaml
 from conftest import ROOT
 
-from dml_tutorial import plots, report
+from dml_tutorial import claims, evidence, plots, report
 from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS
 
@@ -99,10 +98,12 @@ def test_runs_with_other_settings_are_not_merged():
     assert sorted(len(g) for g in groups.values()) == [1, 2]
 
 
-def test_page_says_when_a_chapter_has_no_full_scale_run(tmp_path):
+def test_page_says_when_a_chapter_has_no_full_scale_run_and_what_one_needs(tmp_path):
     notebook = chapters()["dcdl"]
     page = report.report_page("dcdl", notebook, [])
-    assert "Not run at full scale yet" in page and page.startswith("# Results at scale: ")
+    assert "Not run at full scale yet" in page and page.startswith("## Sinkhorn DCDL")
+    # the full profile's download, its size from torchvision's list (170,498,071 bytes), and the sweep to run
+    assert "cifar10 (torchvision), 170 MB" in page and "`dml-tutorial sweep data/sweeps/dcdl.yaml`" in page
     smoke = _run([0], [0.5], "2026-01-01")
     smoke["settings"]["profile"] = "smoke"
     assert "Not run at full scale yet" in report.report_page("dcdl", notebook, [smoke])
@@ -113,7 +114,8 @@ def test_a_page_points_to_the_chapter_for_the_runs_it_shows_itself():
     fashion["settings"]["profile"] = fashion["profile"] = "fashion"
     page = report.report_page("dcdl", chapters()["dcdl"], [fashion, _run([1], [0.9], "2026-01-02")])
     assert "`fashion`: 1 run(s)" in page and "{doc}`/notebooks/03_dcdl`" in page
-    assert "## full profile" in page and "## fashion profile" not in page  # the full run only, in full
+    assert "\n### full profile" in page and "fashion profile" not in page  # the full run only, in full
+    assert "\n#### " in page  # its tables one level below
 
 
 def test_page_shows_mean_and_std_over_seeds_beside_the_paper():
@@ -140,17 +142,22 @@ def test_markdown_table_has_one_cell_per_column():
 def test_committed_pages_are_what_the_committed_results_give(tmp_path):
     """The report is regenerated from data/results/ here; a stale or hand-edited page fails."""
     written = report.write_report(report.RESULTS, tmp_path)
-    assert {p.stem for p in written} == set(CHAPTERS) | {"verdicts", "registry"}
+    assert {p.stem for p in written} == {report.SCALE_PAGE, "verdicts", "registry", "summary"}
+    scale = (tmp_path / f"{report.SCALE_PAGE}.md").read_text()
+    assert scale.count("\n## ") == len(CHAPTERS)  # one section per chapter, on one page
     for page in written:
         committed = report.PAGES / page.name
         assert committed.exists(), f"run `dml-tutorial report`: {committed} is missing"
         assert committed.read_text() == page.read_text(), f"{committed} is stale: run `dml-tutorial report`"
 
 
-def test_every_results_page_is_in_the_book():
+def test_every_results_page_is_in_the_book_and_no_stale_one_is_left():
     toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
     files = {c["file"] for part in toc["parts"] for c in part["chapters"]}
-    assert {f"book/results/{c}" for c in CHAPTERS} <= files
+    assert f"book/results/{report.SCALE_PAGE}" in files and "book/results/registry" in files
+    pages = {p.stem for p in (ROOT / "book" / "results").glob("*.md")}
+    assert pages == {report.SCALE_PAGE, "verdicts", "registry", "summary"}, "a page no `dml-tutorial report` writes"
+    assert "book/results/summary" in files
 
 
 def test_every_committed_run_file_is_complete():
@@ -212,16 +219,47 @@ def test_figures_are_saved_only_when_a_run_asks_for_them(monkeypatch, tmp_path):
     plt.close(fig)
 
 
-def test_the_verdict_cards_on_a_phone_name_the_tables_columns():
-    """On a phone the verdict table is one card per claim, each cell headed by a label that book.css writes by
-    column position: the labels must be the table's headings, in its order (a new scale must add its label)."""
-    page = report.verdicts_page([], {})
+def _table(page: str) -> tuple[list[str], list[list[str]]]:
+    """The verdict table's column names and its rows' cells."""
+    lines = [line for line in page.splitlines() if line.startswith("| ")]
+    split = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    return split[0], split[1:]
+
+
+def test_the_verdict_cards_on_a_phone_carry_their_columns_names():
+    """On a phone the verdict table is one card per claim: every cell from the third column on carries its
+    column's name in a span that book.css shows only there, so the names follow whatever columns the table has."""
+    notebooks = {c: nb for c, nb in chapters().items() if c in ("dcdl", "cbswr")}
+    page = report.verdicts_page(report.load_runs(), notebooks)
     assert ":::{container} verdict-cards" in page and page.index(":::{container}") < page.index("| chapter |")
-    heading = next(line for line in page.splitlines() if line.startswith("| chapter |"))
-    columns = [c.strip() for c in heading.strip("|").split("|")]
+    columns, rows = _table(page)
+    assert rows and len(columns) > 3
+    for cells in rows:
+        assert len(cells) == len(columns)
+        for name, cell in zip(columns[2:], cells[2:], strict=True):
+            assert cell.startswith(f'<span class="card-label">{name}: </span>'), (name, cell)
     css = (ROOT / "book" / "_css" / "book.css").read_text()
-    labels = dict(re.findall(r'\.verdict-cards td:nth-child\((\d+)\)::before \{ content: "(.+?): "; \}', css))
-    assert [labels.get(str(i)) for i in range(3, len(columns) + 1)] == columns[2:]
+    assert ".verdict-cards .card-label { display: none; }" in css
+    assert ".verdict-cards .card-label { display: inline;" in css.split("@media (max-width: 640px)")[1]
+
+
+def test_a_scale_without_any_answer_is_a_sentence_not_a_column():
+    """No run at all: only the smoke records answer (with numbers, no word); every other scale is one line under
+    the table. With CBSwR's test bed II runs, that column returns and DCDL, with none there, gets a dash."""
+    notebooks = {c: nb for c, nb in chapters().items() if c in ("dcdl", "cbswr")}
+    page = report.verdicts_page([], notebooks)
+    columns, rows = _table(page)
+    assert columns[3:] == ["smoke (digits, MNIST-1D)"]
+    for head in ("Fashion-MNIST", "glyphs", "test bed II", "paper's data"):
+        assert f"- **{head}**: no chapter has an answer yet" in page
+    cbswr = [r for r in report.load_runs() if r["chapter"] == "cbswr" and r["profile"] == "glyphs2"]
+    assert cbswr, "the committed test bed II runs of CBSwR"
+    page = report.verdicts_page(cbswr, notebooks)
+    columns, rows = _table(page)
+    assert columns[3:] == ["smoke (digits, MNIST-1D)", "test bed II"]
+    dcdl = [cells for cells in rows if "Sinkhorn DCDL" in cells[0] or cells[0] == ""][:len(claims.CLAIMS["dcdl"])]
+    assert all(cells[-1].endswith(f"</span>{report.NO_ANSWER_MARK}") for cells in dcdl)
+    assert "- **test bed II** (— in its column): Sinkhorn DCDL: every claim not run yet." in page
 
 
 def test_recorded_merges_the_seeds_of_one_chapter_and_profile(tmp_path):
@@ -255,3 +293,34 @@ def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(c
         assert cfg["start"] == "glyphs2" and cfg["dataset_options"] == {"unseen_faces": 3, "vary_split": True}
     if chapter == "eps":  # NMI+ cannot ask for more clusters per character than its 3 unseen faces x 2 renders
         assert cfg["nmi_plus_factor"] <= 3 * 2
+
+
+def test_the_summary_counts_the_words_of_the_verdict_table():
+    """book/results/summary.md counts, per paper and scale, the words the verdict table prints: regenerated from
+    the committed runs, each count is read back here from the two pages and compared."""
+    import re as regex
+
+    from conftest import verdict_cells
+
+    summary = (report.PAGES / "summary.md").read_text()
+    table = verdict_cells((report.PAGES / "verdicts.md").read_text())
+    names = {plots.label_tex(c.text): chapter for chapter, cs in claims.CLAIMS.items() for c in cs}
+    checked = 0
+    for chapter in claims.CLAIMS:
+        section = summary.split(f"## {claims.NAMES[chapter]}\n", 1)[1].split("\n## ", 1)[0]
+        for profile, scale in report.SUMMARY_SCALES.items():
+            said = regex.search(rf"on {regex.escape(scale)}: ([^;.]*)", section)
+            cells = [cell for (claim, p), cell in table.items() if p == profile and names.get(claim) == chapter]
+            if cells and all(cell == report.NO_ANSWER_MARK for cell in cells):  # said once under the table
+                counted = regex.findall(r"(\d+) \*([a-z ]+)\*", said.group(1)) if said else []
+                assert {w for _, w in counted} <= {"not testable here"}, (chapter, profile)
+                assert sum(int(n) for n, _ in counted) <= len(cells)
+                continue
+            words = [w for cell in cells for w in evidence.WORDS if cell.startswith(w)]
+            if not words:
+                assert said is None or "no word yet" in said.group(1), (chapter, profile)
+                continue
+            counted = {w: int(n) for n, w in regex.findall(r"(\d+) \*([a-z ]+)\*", said.group(1))}
+            assert counted == {w: words.count(w) for w in set(words)}, (chapter, profile)
+            checked += 1
+    assert checked >= 5
