@@ -15,21 +15,8 @@ from pathlib import Path
 from . import claims, evidence, plots, registry, report
 from .chapters import chapters, notebooks_folder
 
-#: What each paper claims, in one sentence (paraphrased; the papers' numbers are in the chapters, quoted).
-CLAIMED = {
-    "dcdl": "adding a class-wise discrepancy between embedding distributions (the MMD term $L^L$ or the Sinkhorn "
-            "term $L^W$) to a local loss improves a linear probe on the embedding, with clean labels and more so "
-            "under label noise.",
-    "cbswr": "without labels, contrasting each image with the centroids of learnt clusters (CBS), with a "
-             "regulariser that keeps the clusters balanced and confident (RIM), retrieves unseen classes better "
-             "than contrasting images with each other (SME), and needs both terms.",
-    "eps": "training on each anchor's easiest positive keeps a class made of several modes from collapsing to "
-           "one point, and improves unseen-class retrieval of the triplet, margin and multi-similarity losses.",
-    "ecaml": "an energy-confusion term, which makes the seen classes harder to tell apart, keeps the metric from "
-             "over-fitting them and improves unseen-class retrieval of the triplet, N-pair and binomial losses.",
-    "noise_guarantees": "under symmetric label noise, triplet training with a random semi-hard negative degrades "
-                        "more gracefully than fixed semi-hard mining: its lead grows with the noise rate.",
-}
+#: What each paper claims, in one sentence: :data:`dml_tutorial.claims.CLAIMED` (the summary page reads it too).
+CLAIMED = claims.CLAIMED
 
 #: Why the results read as they do: the chapter's explanation, pointing at the section that shows it.
 WHY = {
@@ -75,7 +62,8 @@ WHY = {
            "to lose structure the input has. The chapter's own collapse test on sub-cluster data (section 3, its "
            "figure against the noise rate and the sentences under it) does not follow Theorem 1 in the smoke run: "
            "there label noise moves the triplet baseline's modes apart and EPS's closer, the opposite of the "
-           "theorem's prediction, which is about the loss's optimum, not a short training. The retrieval claims need a test bed where training helps; on "
+           "theorem's prediction, which is about the loss's optimum, not a short training. The retrieval claims "
+           "need a test bed where training helps; on "
            "Fashion-MNIST's five seen classes it does not. On the glyphs each loss runs at the setting the bench's "
            "search validated on held-out characters, and Table 2's baseline is judged in two readings. With one "
            "random positive per anchor (section 5.1's regular loss) EPS is *inconclusive* for the margin loss and "

@@ -382,8 +382,6 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
     what our runs found at each scale (the words of the verdict table, counted) and how sure they are (the words
     that survive the book-wide Holm correction, and those decided post hoc). Generated, so it cannot disagree with
     the verdict table."""
-    from .findings import CLAIMED
-
     frames = {chapter: scale_frames(chapter, notebook, runs, registration) for chapter, notebook in notebooks.items()}
     book_wide = claims.book_family({(c, scale): f for c, fs in frames.items() for scale, f in fs.items()})
     lines = ["# Summary: what reproduced", "",
@@ -393,7 +391,7 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
               "words are the book's five ({doc}`/book/glossary`); each claim's cell is in the introduction's verdict "
               "table and each chapter's Findings box says why."), ""]
     for chapter, fs in frames.items():
-        if chapter not in CLAIMED:
+        if chapter not in claims.CLAIMED:
             continue
         found = [f"on {SUMMARY_SCALES[scale]}: {text}" for scale, f in fs.items()
                  if scale in SUMMARY_SCALES and (text := _found(f))]
@@ -408,7 +406,7 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
                      "definition was committed (*post hoc*)" if post_hoc else
                      f"; each of its {len(marks)} words was registered before the run that decided it")
         lines += [f"## {claims.NAMES.get(chapter, chapter)}", "",
-                  f"**The paper claims** that {CLAIMED[chapter]} **What we found**: "
+                  f"**The paper claims** that {claims.CLAIMED[chapter]} **What we found**: "
                   + ("; ".join(found) if found else "no run on real data yet") + f". **How sure**: {sure}. "
                   f"{{ref}}`The findings <{chapter}-findings>`.", ""]
     return "\n".join(lines).rstrip() + "\n"
