@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+import torch
 
 from ._checks import check_embeddings
 
@@ -91,6 +92,83 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
         scatter(ax, project_2d(embeddings, method, seed), labels, groups, names, f"{title} — {method}".strip(" —"))
     axes[-1].legend(title="class", loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2, frameon=False)
     return axes[0].figure
+
+
+#: The frames of :func:`retrieval`: a neighbour of the query's class, one of another class (the palette's green
+#: and vermillion, told apart by a mark as well as a colour), and the query.
+RIGHT, WRONG, QUERY = PALETTE[2], PALETTE[3], "black"
+
+
+def _image(x) -> np.ndarray:
+    """One image for ``imshow``: ``[C, H, W]`` or ``[H, W]`` (a single channel drawn in grey), or a flat 8x8 or
+    square vector."""
+    x = np.asarray(x, dtype=float)
+    if x.ndim == 1:
+        x = x.reshape(round(np.sqrt(x.size)), -1)
+    if x.ndim == 3:
+        x = x[0] if x.shape[0] == 1 else np.moveaxis(x, 0, -1)
+    return (x - x.min()) / (np.ptp(x) or 1.0)
+
+
+def retrieval(images, labels, embeddings: dict, queries, k: int = 5, title: str = ""):
+    """Deep metric learning's defining picture: each query (left, framed black) and its ``k`` nearest other images
+    under each embedding of ``embeddings`` (``{name: [N, D]}``, e.g. untrained and trained, on the same images;
+    :func:`dml_tutorial.metrics.nearest_neighbours`, the query excluded), framed green with a tick where the
+    neighbour shares the query's class and vermillion with a cross where it does not. One row per (query,
+    embedding); Recall@k of a row is whether any frame of it is green. Returns the figure."""
+    from .metrics import nearest_neighbours
+
+    labels = np.asarray(labels)
+    found = {name: nearest_neighbours(torch.as_tensor(z, dtype=torch.float32), k).numpy()
+             for name, z in embeddings.items()}
+    rows = [(q, name) for q in queries for name in embeddings]
+    fig, axes = plt.subplots(len(rows), k + 1, figsize=(1.05 * (k + 1) + 1.8, 1.1 * len(rows)), squeeze=False,
+                             constrained_layout=True)
+    for (q, name), row in zip(rows, axes):
+        for j, (ax, i) in enumerate(zip(row, [q, *found[name][q]])):
+            ax.imshow(_image(images[i]), aspect="equal", cmap="gray_r" if np.ndim(images[i]) < 3 or np.shape(images[i])[0] == 1
+                      else None)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            right = labels[i] == labels[q]
+            color = QUERY if j == 0 else (RIGHT if right else WRONG)
+            for spine in ax.spines.values():
+                spine.set_edgecolor(color)
+                spine.set_linewidth(3)
+            if j:
+                ax.text(0.97, 0.03, "✓" if right else "✗", transform=ax.transAxes, ha="right", va="bottom",
+                        color="white", fontsize=9, fontweight="bold",
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": color, "edgecolor": "none"})
+        row[0].set_ylabel(name, rotation=0, ha="right", va="center", fontsize=9)
+    axes[0, 0].set_title("query", fontsize=9)
+    for j in range(1, k + 1):
+        axes[0, j].set_title(f"neighbour {j}" if j == 1 else f"{j}", fontsize=9)
+    if title:
+        fig.suptitle(title)
+    return fig
+
+
+def glyph_specimen(specimen: np.ndarray, faces: list[str], unseen: int = 3, title: str = ""):
+    """The glyph test bed in one picture: a row per font face (:func:`dml_tutorial.data.rendered.specimen`: the
+    character plain, then its jittered draws), the last ``unseen`` faces' names in vermillion (test bed II tests on
+    faces it never trained on). Returns the figure."""
+    n_faces, n_draws = specimen.shape[:2]
+    fig, axes = plt.subplots(n_faces, n_draws, figsize=(0.62 * n_draws + 2.2, 0.62 * n_faces), squeeze=False,
+                             constrained_layout=True)
+    for f, row in enumerate(axes):
+        for j, ax in enumerate(row):
+            ax.imshow(specimen[f, j], cmap="gray", vmin=0, vmax=255)
+            ax.set_xticks([])
+            ax.set_yticks([])
+        held_out = f >= n_faces - unseen
+        row[0].set_ylabel(faces[f] + (" (unseen)" if held_out else ""), rotation=0, ha="right", va="center",
+                          fontsize=8, color=WRONG if held_out else "black")
+    axes[0, 0].set_title("plain", fontsize=8)
+    for j in range(1, n_draws):
+        axes[0, j].set_title(f"jittered {j}", fontsize=8)
+    if title:
+        fig.suptitle(title)
+    return fig
 
 
 def training_curves(histories: dict, keys=("loss",), title: str = ""):
@@ -263,9 +341,14 @@ def gains(frame: pd.DataFrame, title: str = ""):
 
 
 def gains_by_scale(frames: dict, title: str = "", wrap: int = 34):
-    """The findings box's forest plot: one panel per test bed (``{heading: claims.assess frame}``), the claims on
-    a shared y axis (labels wrapped at ``wrap`` characters), our adjusted interval coloured by verdict beside the
-    paper's gain (a black diamond). Returns the figure."""
+    """The findings box's forest plot: one panel per test bed (``{heading: claims.assess frame}``) that gives
+    words (a smoke or too-short run, "no verdict", only where no test bed gives any: the panels stay wide enough
+    to read on a phone), the claims on a shared y axis (labels wrapped at ``wrap`` characters), our adjusted
+    interval coloured by verdict beside the paper's gain (a black diamond). Returns the figure."""
+    from .evidence import NO_VERDICT
+
+    worded = {scale: f for scale, f in frames.items() if (f["verdict"] != NO_VERDICT).any()}
+    frames = worded or frames
     names = list(dict.fromkeys(c for f in frames.values() for c in f["claim"]))
     if not names:
         raise ValueError("no claims to plot: no test bed recorded any of the chapter's compared tables")

@@ -25,6 +25,7 @@ import numpy as np
 
 from . import __version__, claims, evidence, plots, reference, registry
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
+from .experiment import REFERENCES, STARTED
 from .records import SESSION, merge_seeds
 
 ENV = "DML_TUTORIAL_RECORD"
@@ -460,11 +461,10 @@ def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict |
     return written + [page, claims_page]
 
 
-def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
-    """A chapter's section on recorded runs of ``profile`` (the sweeps' results, committed): where and how they
-    ran, each compared table (mean ± std over seeds, paper columns quoted), the verdicts, and the figure of our
-    paired gains beside the paper's. Displays Markdown; returns the figure (``None`` when nothing is recorded)."""
-    from IPython.display import Image, Markdown, display
+def _recorded_group(chapter: str, profile: str, results: Path) -> tuple[tuple, list[dict]] | None:
+    """The one group of recorded runs of ``chapter`` under ``profile`` (:func:`group`), or ``None``; shows where it
+    looked while there is none."""
+    from IPython.display import Markdown, display
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
     if not runs:
@@ -472,7 +472,69 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
                          f"`dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml`, in a clone of the repository, "
                          "records it."))
         return None
-    key, members = next(iter(group(runs).items()))  # one profile: one group
+    return next(iter(group(runs).items()))  # one profile: one group
+
+
+def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
+    """The evidence a reader needs in view, as Markdown: each table the chapter's claims compare, cut to the rows
+    they compare, the reference rows and the columns they read (mean ± std over seeds, the paper's numbers beside);
+    for a chapter without claims, each table that carries the reference rows, whole."""
+    tables, mine = merge_seeds(runs), claims.CLAIMS.get(chapter, [])
+    keep = {t: (None, None) for t, (m, _) in tables.items() if all(r in m for r in REFERENCES)} if not mine else {}
+    for c in mine:
+        rows, columns = keep.setdefault(c.table, ({}, {}))
+        rows.update(dict.fromkeys((c.base, c.row, *REFERENCES, STARTED)))
+        columns.update(dict.fromkeys(x for x in (c.control, c.base_column, c.column) if x))
+    lines = []
+    for table, (rows, columns) in keep.items():
+        if table not in tables:
+            continue
+        measured, paper = tables[table]
+        names = [r for r in measured if rows is None or r in rows]
+
+        def cut(numbers, names=names, columns=columns):
+            return {r: {k: v for k, v in numbers.get(r, {}).items() if columns is None or k in columns}
+                    for r in names}
+
+        quoted = cut(paper)
+        seeds = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
+        lines += [f"**{table}**" + ("" if rows is None else ": the rows and columns the claims compare"), "",
+                  markdown_table(plots.results_table(cut(measured), quoted if any(quoted.values()) else None)), "",
+                  f"In %, mean ± std over seeds {', '.join(map(str, seeds))}"
+                  + ("; paper columns quoted from the paper." if any(quoted.values()) else "."), ""]
+    return lines
+
+
+def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
+    """A chapter's evidence on recorded runs of ``profile`` (the sweeps' results, committed), to read unfolded:
+    the tables its claims compare (:func:`compact_tables`). Displays Markdown; returns the figure of our paired
+    gains beside the paper's (``None`` when nothing is recorded). :func:`details` shows the rest, verdicts first."""
+    from IPython.display import Markdown, display
+
+    found = _recorded_group(chapter, profile, results)
+    if found is None:
+        return None
+    (_, dataset, model, epochs), members = found
+    registration = registry.stored(Path(results) / registry.STATUS.name)
+    verdicts = registry.annotate(claims.assess(chapter, members), chapter, profile, registration)
+    seeds = sorted({s for r in members for t in r["tables"] for s in t["seeds"]})
+    lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
+              "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),
+             "", *compact_tables(chapter, members)]
+    display(Markdown("\n".join(lines)))
+    return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")
+
+
+def details(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> None:
+    """The rest of a recorded profile's section, for a folded cell under :func:`show`: where and how the runs ran
+    (device, package, commits, dates, compute, command), every recorded table over the seeds, the verdicts with
+    their reasons, the reference rows against the best trained row, and the runs' own figures."""
+    from IPython.display import Image, Markdown, display
+
+    found = _recorded_group(chapter, profile, results)
+    if found is None:
+        return
+    key, members = found
     text = _section(key, members, registry.stored(Path(results) / registry.STATUS.name))
     refs = [f"- {r['table']}, {r['column']}: the best trained row ({r['best trained row']}) "
             f"{r['best trained']:.1f}%, the raw input {r['raw input']:.1f}%, the untrained network "
@@ -483,5 +545,3 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     for run in members:
         for figure in run.get("figures", []):
             display(Image(filename=str(Path(results) / chapter / figure)))
-    verdicts = claims.assess(chapter, members)
-    return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")

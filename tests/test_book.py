@@ -390,3 +390,87 @@ def test_the_api_page_lists_the_package_from_its_docstrings_without_a_warning(ht
                  "dml_tutorial.discrepancy.sinkhorn_divergence", "dml_tutorial.regularizers.energy_confusion"):
         assert f'id="{name}"' in page, f"{name} is not on the API page"
     assert "Our names and pytorch-metric-learning" in (html / "book" / "quickstart.html").read_text()
+
+
+PAPERS = {"03_dcdl": "dcdl", "04_cbswr": "cbswr", "05_eps": "eps", "06_ecaml": "ecaml",
+          "07_noise_guarantees": "noise_guarantees"}
+
+
+@pytest.mark.parametrize("stem", sorted(PAPERS))
+def test_each_paper_chapter_shows_its_answer_first_and_its_evidence_unfolded(visited, stem):
+    """The reader's book (#51): the verdict lines above the first section, the Findings box with its target, and
+    every compact results table of the real-data sections visible without opening a fold."""
+    page, _, _ = visited[f"notebooks/{stem}"]
+    layout = page.evaluate("""() => {
+        const line = document.querySelector('.admonition.verdict-line');
+        const first = [...document.querySelectorAll('main h2')][0];
+        return {line: line !== null && line.offsetParent !== null,
+                above: line !== null && first !== undefined &&
+                       (line.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING) !== 0,
+                claims: line ? line.querySelectorAll('li').length : 0};
+    }""")
+    assert layout["line"], f"{stem}: no verdict line on the page"
+    assert layout["above"], f"{stem}: the verdict line is not above the first section"
+    from dml_tutorial import claims
+
+    assert layout["claims"] == len(claims.CLAIMS[PAPERS[stem]])
+    findings = page.evaluate(f"""() => {{
+        const target = document.getElementById('{PAPERS[stem].replace("_", "-")}-findings');
+        const box = [...document.querySelectorAll('.admonition')].find(
+            a => a.querySelector('.admonition-title')?.textContent.trim() === 'Findings');
+        return [target !== null, box !== undefined && box.offsetParent !== null];
+    }}""")
+    assert findings == [True, True], f"{stem}: the Findings box or its target is missing"
+    tables = page.evaluate("""() => [...document.querySelectorAll('main strong')]
+        .filter(s => s.parentElement.textContent.includes('the rows and columns the claims compare'))
+        .map(s => [s.textContent, s.closest('details') === null, s.offsetParent !== null])""")
+    assert tables, f"{stem}: no compact results table"
+    folded = [name for name, outside, shown in tables if not (outside and shown)]
+    assert not folded, f"{stem}: results tables folded: {folded}"
+
+
+def test_no_table_overflows_its_column_on_a_phone(browser, site):
+    """At 390 px a visible table fits its column: a wide one turns into cards (cards.js), each cell headed by its
+    column's name, so the unseen-class columns and the glyph column of a findings table are on screen."""
+    checked = 0
+    for file in _toc_files():
+        page, _, _ = _load(browser, f"{site}/{file}.html", width=390)
+        over = page.evaluate("""() => [...document.querySelectorAll('.bd-article table')]
+            .filter(t => t.offsetParent !== null)
+            .map(t => [t.scrollWidth, t.parentElement.clientWidth, t.textContent.trim().slice(0, 50)])""")
+        checked += len(over)
+        wide = [text for width, column, text in over if width > column + 1]
+        page.close()
+        assert not wide, f"{file} at 390 px: tables wider than their column: {wide}"
+    assert checked > 30
+
+
+def test_a_wide_table_becomes_cards_labelled_by_its_columns_on_a_phone(browser, site):
+    page, _, _ = _load(browser, f"{site}/notebooks/05_eps.html", width=390)
+    card = page.evaluate("""() => {
+        const t = document.querySelector('table.dml-cards');
+        if (!t) return null;
+        const cell = t.querySelector('tbody td[data-label]');
+        return [getComputedStyle(t.querySelector('tbody tr')).display, cell.dataset.label,
+                getComputedStyle(cell, '::before').content];
+    }""")
+    page.close()
+    assert card is not None, "no wide table turned into cards at 390 px"
+    display, name, before = card
+    assert display == "block" and name and before == f'"{name}: "'
+
+
+def test_on_a_phone_a_click_opens_a_wide_figure_at_its_own_size_in_a_box_that_pans(browser, site):
+    page, _, _ = _load(browser, f"{site}/notebooks/03_dcdl.html", width=390)
+    image = page.locator(".cell_output img").first
+    image.scroll_into_view_if_needed()
+    assert page.locator(".dml-hint").count() > 0  # "Click to enlarge." under the shrunk figures
+    image.click()
+    sizes = page.evaluate("""() => {
+        const box = document.querySelector('.dml-pan'), img = box.querySelector('img');
+        return [img.getBoundingClientRect().width, img.naturalWidth, box.scrollWidth > box.clientWidth];
+    }""")
+    assert sizes[0] == sizes[1] and sizes[2], sizes
+    page.locator(".dml-pan").click()
+    assert page.locator(".dml-pan").count() == 0
+    page.close()

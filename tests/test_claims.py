@@ -253,6 +253,36 @@ def test_show_displays_the_section_and_returns_the_figure(runs, tmp_path, capsys
     plt.close(fig)
 
 
+def test_show_puts_the_compared_rows_in_view_and_details_holds_the_rest(runs, tmp_path, monkeypatch):
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", obj)))
+    run = json.loads(json.dumps(runs[0]))
+    measured = run["tables"][0]["measured"]
+    measured["Triplet"]["NMI"] = [0.7] * 5  # a column no claim reads
+    measured["Margin"] = {"R@1": [0.3] * 5}  # a row no claim compares
+    run["tables"].append({"table": "Search on the validation classes", "seeds": [0], "paper": {},
+                          "measured": {"Triplet, margin = 0.1": {"R@1": [0.4]}}})
+    (tmp_path / "ecaml").mkdir()
+    (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(run))
+    plt.close(report.show("ecaml", "fashion", tmp_path))
+    (view,) = shown
+    rows = [line.split(" | ")[0].strip("| ") for line in view.splitlines() if line.startswith("| ")][1:]
+    assert rows == ["Triplet", "ECAML(Tri)", "N-Pair", "ECAML(N-Pair)", "Binomial", "ECAML(Binomial)",
+                    *experiment.REFERENCES]
+    for name in ("Triplet", "raw input"):  # mean ± std over the seeds, in %, the paper's number beside
+        values = 100 * np.array(measured[name]["R@1"])
+        quoted = {"Triplet": "50.0", "raw input": "–"}[name]
+        assert f"| {name} | {quoted} | {values.mean():.1f} ± {values.std(ddof=1):.1f} |" in view
+    assert "NMI" not in view and "Margin" not in view and "Search" not in view and "Verdicts" not in view
+    shown.clear()
+    report.details("ecaml", "fashion", tmp_path)
+    (rest,) = shown
+    assert "- commits: aaaaaaaaaaaa" in rest and "### Search on the validation classes" in rest
+    assert "| Margin |" in rest and "### Verdicts" in rest and "### Against the reference rows" in rest
+
+
 def _word(cell: str):
     """The verdict word at the start of a cell or after "**" (longest words first: "no effect detected")."""
     from dml_tutorial import evidence

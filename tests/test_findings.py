@@ -38,7 +38,8 @@ def test_the_box_gives_the_words_of_claims_assess_at_every_scale(runs, tmp_path)
     words = _words(box)
     for r in expected.to_dict("records"):
         assert words[(plots.label_tex(r["claim"]), "Fashion-MNIST")] == claims.verdict_text(r)
-    assert "EC improves Triplet" in box and findings.CLAIMED["ecaml"] in box and findings.WHY["ecaml"] in box
+    assert "EC improves Triplet" in box and findings.CLAIMED["ecaml"] in box
+    assert all(f"- {line}" in box for line in findings.WHY["ecaml"])
 
 
 def test_the_kernels_own_run_replaces_its_profiles_record(runs, tmp_path):  # noqa: F811
@@ -143,3 +144,94 @@ def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_without_words(runs): 
                    "that the pipeline runs."
     session = claims.assess("ecaml", [{"chapter": "ecaml", "tables": runs[0]["tables"]}], profile="smoke")
     assert set(session["verdict"]) == {"no verdict"}  # a kernel's own run carries no profile: the caller's counts
+
+
+def _lines(markdown: str) -> dict:
+    """``{claim: {short scale name: word}}`` from the opening's verdict lines."""
+    out = {}
+    for line in markdown.splitlines():
+        if not line.startswith("- "):
+            continue
+        claim, _, rest = line[2:].partition(": ")
+        words = {}
+        if rest == "no run on real data yet.":
+            out[claim] = words
+            continue
+        for part in rest.rstrip(".").split("; "):
+            word, _, where = part.partition(" on ")
+            for scale in where.split(" (")[0].split(" and "):
+                words[scale] = word.strip("*").removesuffix(", post hoc")
+        out[claim] = words
+    return out
+
+
+def test_the_opening_gives_each_claim_the_boxs_word_at_every_scale_with_words(runs):  # noqa: F811
+    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
+    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # nothing testable here
+    smoke = claims.assess("ecaml", [{**runs[0], "profile": "smoke", "seeds": [0, 1, 2]}])
+    frames = {"smoke (digits, MNIST-1D)": smoke, "Fashion-MNIST": claims.assess("ecaml", [_run(measured)]),
+              "glyphs": claims.assess("ecaml", runs)}
+    opening = findings.verdict_lines("ecaml", frames)
+    assert opening.startswith(":::{admonition} Our answer, in short\n:class: tip verdict-line")
+    assert "{ref}`the Findings <ecaml-findings>`" in opening and findings.CLAIMED["ecaml"] in opening
+    lines, box = _lines(opening), _words(findings.markdown("ecaml", frames))
+    assert len(lines) == len(claims.CLAIMS["ecaml"])  # a line per claim, recorded or not
+    for claim in claims.CLAIMS["ecaml"]:
+        said = lines[plots.label_tex(claim.text)]
+        for head, short in (("Fashion-MNIST", "Fashion-MNIST"), ("glyphs", "the glyphs")):
+            in_box = box.get((plots.label_tex(claim.text), head))
+            assert said.get(short) == (in_box and re.sub(r", post hoc after \w+", "", in_box))
+        assert not any(scale.startswith("smoke") for scale in said)  # smoke runs give no word
+    assert set(lines["EC improves Triplet (unseen R@1)"].values()) == {"supported", "not testable here"}
+    assert lines["EC as released improves Triplet (unseen R@1)"] == {}
+
+
+def test_a_clear_difference_the_gate_withholds_gets_a_sentence(runs):  # noqa: F811
+    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
+    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # the gate fails everywhere
+    frame = claims.assess("ecaml", [_run(measured)])
+    assert set(frame["verdict"]) == {"not testable here"}
+    clear = frame[(frame["low"] > 0) | (frame["high"] < 0)]["claim"].tolist()
+    assert clear == ["EC improves Triplet (unseen R@1)", "EC improves N-Pair (unseen R@1)"]  # +5 and -4 points
+    sentences = findings.withheld({"Fashion-MNIST": frame})
+    assert len(sentences) == 2 and "a clear gain (+" in sentences[0] and "a clear loss (-" in sentences[1]
+    assert all("without a word because the trained control is not shown to beat the raw input" in s
+               for s in sentences)
+    assert "**Clear differences without a word**" in findings.markdown("ecaml", {"Fashion-MNIST": frame})
+    assert findings.withheld({"glyphs": claims.assess("ecaml", runs)}) == []  # the gate passes there
+
+
+@pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))
+def test_why_is_three_to_five_plain_bullets(chapter):
+    why = findings.WHY[chapter]
+    assert 3 <= len(why) <= 5
+    for line in why:
+        assert not re.search(r"\b[0-9a-f]{7,40}\b", line), f"a commit hash: {line}"
+        assert "`" not in line and len(line.split()) <= 70, line
+
+
+@pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))
+def test_each_paper_chapter_opens_with_its_verdict_lines(chapter):
+    """The answer on the first screen: the cell that shows the verdict lines comes before the first section, and
+    its stored output is the one :func:`findings.verdict_lines` gives for the committed records."""
+    nb = json.loads(chapters()[chapter].read_text())
+    sources = ["".join(c["source"]) for c in nb["cells"]]
+    opening = next(i for i, s in enumerate(sources) if f'findings.opening("{chapter}")' in s)
+    assert opening < next(i for i, s in enumerate(sources) if s.startswith("## Parameters"))
+    cell = nb["cells"][opening]
+    assert "remove-input" in cell["metadata"]["tags"] and "nbval-ignore-output" not in cell["metadata"]["tags"]
+    shown = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell["outputs"])
+    assert shown == findings.verdict_lines(chapter, findings.scale_frames(chapter))
+
+
+@pytest.mark.parametrize("chapter", sorted(claims.CLAIMS) + ["bench"])
+def test_the_evidence_is_unfolded_and_its_details_folded(chapter):
+    nb = json.loads(chapters()[chapter].read_text())
+    cells = nb["cells"]
+    shows = [i for i, c in enumerate(cells) if "".join(c["source"]).startswith("_ = report.show(")]
+    assert shows
+    for i in shows:
+        assert "hide-output" not in cells[i]["metadata"].get("tags", []), "a results table is folded"
+        profile = re.search(r'profile="(\w+)"', "".join(cells[i]["source"]))[1]
+        assert "".join(cells[i + 1]["source"]) == f'report.details("{chapter}", profile="{profile}")'
+        assert "hide-output" in cells[i + 1]["metadata"]["tags"]

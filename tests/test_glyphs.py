@@ -172,3 +172,21 @@ def test_a_varied_split_follows_the_seed_and_keeps_validation_inside_the_seen_ch
     assert set(_load(tmp_path).train.labels) == set(range(20))  # without it: the first characters, as before
     v = _load(tmp_path, split="validation", vary_split=True, seed=1)
     assert set(v.train.labels) | set(v.test.labels) == set(b.train.labels)
+
+
+def test_the_specimen_is_the_plain_character_then_the_test_beds_draws(tmp_path):
+    """Per face: the character as :func:`render` draws it without jitter, then the draws of :func:`build` (the test
+    bed's own jitter, one generator over faces then draws). A missing face names its package."""
+    from PIL import ImageFont
+
+    drawn = G.specimen("A", faces=TINY, size=16, renders=3, seed=5)
+    assert drawn.shape == (len(TINY), 4, 16, 16) and drawn.dtype == np.uint8
+    built = G.build([ord("A")], TINY, 16, 3, seed=5, progress=False)
+    for f, face in enumerate(TINY):
+        plain = G.render("A", ImageFont.truetype(face.path, int(0.8 * 16)), 16, None, jitter=False)
+        assert np.array_equal(drawn[f, 0], plain) and plain.max() == 255  # something is drawn
+        assert np.array_equal(drawn[f, 1:], built["x"][built["face"] == f, 0])
+        assert not np.array_equal(drawn[f, 1], drawn[f, 2])  # each draw its own jitter
+    gone = (G.Face("Nowhere", "fonts-nowhere", str(tmp_path / "no.ttf")),)
+    with pytest.raises(FileNotFoundError, match="apt-get install fonts-nowhere"):
+        G.specimen("A", faces=gone)

@@ -204,3 +204,50 @@ def test_the_findings_forest_plot_keeps_readable_panels_for_two_claims():
     heights = [ax.get_window_extent().height / fig.dpi for ax in fig.axes]
     plt.close(fig)
     assert len(heights) == 3 and min(heights) >= 1.0, heights
+
+
+def test_retrieval_frames_each_neighbour_by_whether_it_shares_the_querys_class():
+    """Points on a line, so the neighbours are known by hand: query 0's two nearest others are 1 (its class) and 2
+    (another); query 3's are 4 and 2 (both its class). The query is never its own neighbour."""
+    z = torch.tensor([[0.0], [0.1], [0.25], [0.6], [0.62]])
+    labels = np.array([0, 0, 1, 1, 1])
+    images = np.random.default_rng(0).uniform(size=(5, 1, 3, 3))  # each image tells which sample it is
+    fig = plots.retrieval(images, labels, {"line": z, "reversed": -z}, queries=[0, 3], k=2)
+    axes = np.array(fig.axes).reshape(4, 3)
+    expected = {0: [(1, plots.RIGHT), (2, plots.WRONG)], 3: [(4, plots.RIGHT), (2, plots.RIGHT)]}
+    for row, query in zip(axes, (0, 0, 3, 3)):  # one row per (query, embedding); -z has the same neighbours
+        assert np.allclose(row[0].images[0].get_array(), plots._image(images[query]))
+        assert row[0].spines["top"].get_edgecolor()[:3] == pytest.approx((0.0, 0.0, 0.0))
+        for ax, (i, colour) in zip(row[1:], expected[query]):
+            assert np.allclose(ax.images[0].get_array(), plots._image(images[i]))
+            assert ax.spines["left"].get_edgecolor()[:3] == pytest.approx(colour)
+            assert ax.texts[0].get_text() == ("✓" if colour == plots.RIGHT else "✗")
+    assert [ax.get_ylabel() for ax in axes[:, 0]] == ["line", "reversed", "line", "reversed"]
+    plt.close(fig)
+
+
+def test_glyph_specimen_marks_the_faces_test_bed_two_never_trains_on():
+    drawn = np.random.default_rng(0).integers(0, 256, size=(5, 3, 8, 8), dtype=np.uint8)
+    names = [f"face {i}" for i in range(5)]
+    fig = plots.glyph_specimen(drawn, names, unseen=2)
+    axes = np.array(fig.axes).reshape(5, 3)
+    assert [ax.get_ylabel() for ax in axes[:, 0]] == ["face 0", "face 1", "face 2", "face 3 (unseen)",
+                                                      "face 4 (unseen)"]
+    colours = [matplotlib.colors.to_rgb(ax.yaxis.label.get_color()) for ax in axes[:, 0]]
+    assert colours[:3] == [(0.0, 0.0, 0.0)] * 3 and colours[3:] == [pytest.approx(plots.WRONG)] * 2
+    assert np.array_equal(axes[3, 2].images[0].get_array(), drawn[3, 2])  # face by row, draw by column
+    plt.close(fig)
+
+
+def test_the_findings_forest_plot_leaves_out_test_beds_without_words_unless_none_has_any():
+    import pandas as pd
+
+    frame = pd.DataFrame({"claim": ["A beats B (R@1)"], "ours": [1.0], "low": [-1.0], "high": [3.0],
+                          "paper": [2.0], "verdict": ["inconclusive"]})
+    smoke = frame.assign(verdict="no verdict")
+    fig = plots.gains_by_scale({"smoke": smoke, "glyphs": frame, "test bed II": smoke})
+    assert [ax.get_title() for ax in fig.axes] == ["glyphs"]  # a phone shows one readable panel, not three
+    plt.close(fig)
+    fig = plots.gains_by_scale({"smoke": smoke, "test bed II": smoke})  # a kernel's smoke run: its numbers
+    assert [ax.get_title() for ax in fig.axes] == ["smoke", "test bed II"]
+    plt.close(fig)

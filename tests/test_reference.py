@@ -35,10 +35,12 @@ def test_false_alarm_rate_matches_the_t_distribution():
 def test_the_rules_z_is_the_one_derived_from_the_measured_drift():
     """Z is benchmarks/bench_nbval_drift.py's derivation (a 1% chance of any false alarm over every checked cell and
     claim, from the drift measured on the emulated other machine), rounded up to a tenth: the measured drift is far
-    below a re-draw of the seeds (the t model above), which a derived Z of about 4 would not survive."""
+    below a re-draw of the seeds (the t model above), which a derived Z of about 4 would not survive. A cell inside
+    the floor passes at any z (a 1-thread kernel's ECAML R@4 drifts 0.8 points at z 5.4): the check is on the cells
+    that drifted beyond it, where Z decides."""
     drift = json.loads((ROOT / "benchmarks" / "results" / "nbval_drift.json").read_text())
     assert reference.Z == pytest.approx(np.ceil(10 * drift["derived Z"]) / 10)
-    assert drift["largest z"] < reference.Z and drift["rule"]["Z"] == reference.Z
+    assert drift["largest z beyond the floor"] < reference.Z and drift["rule"]["Z"] == reference.Z
 
 
 def test_a_real_change_is_caught():

@@ -161,6 +161,19 @@ def build(characters: list[int], faces, size: int, renders: int, seed: int, prog
     return {"x": x, "labels": labels, "face": face_of, "render": render_of}
 
 
+def specimen(char: str, faces=FACES, size: int = 32, renders: int = 4, seed: int = 0) -> np.ndarray:
+    """One character as the test bed draws it, for a picture: uint8 ``[len(faces), 1 + renders, size, size]``,
+    each face's row holding the character unjittered, then ``renders`` jittered draws (:func:`build`'s jitter).
+    A clear error naming the Debian packages where a face is missing (:func:`font_paths`)."""
+    from PIL import ImageFont
+
+    font_paths(faces)
+    drawn = build([ord(char)], faces, size, renders, seed, progress=False)["x"][:, 0]
+    plain = [render(char, ImageFont.truetype(f.path, int(0.8 * size), index=f.index), size, None, jitter=False)
+             for f in faces]
+    return np.concatenate([np.stack(plain)[:, None], drawn.reshape(len(faces), renders, size, size)], axis=1)
+
+
 def _arrays_sha256(arrays: dict) -> str:
     h = hashlib.sha256()
     for key in sorted(arrays):
