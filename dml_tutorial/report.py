@@ -505,35 +505,33 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
     return lines
 
 
-def show(chapter: str, profile: str = "fashion", results: Path = RESULTS):
+def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> None:
     """A chapter's evidence on recorded runs of ``profile`` (the sweeps' results, committed), to read unfolded:
-    the tables its claims compare (:func:`compact_tables`). Displays Markdown; returns the figure of our paired
-    gains beside the paper's (``None`` when nothing is recorded). :func:`details` shows the rest, verdicts first."""
+    the tables its claims compare (:func:`compact_tables`). Displays Markdown; returns ``None``. :func:`details`
+    shows the rest (the verdicts with their forest plot: the findings box draws every test bed's in one)."""
     from IPython.display import Markdown, display
 
     found = _recorded_group(chapter, profile, results)
     if found is None:
-        return None
+        return
     (_, dataset, model, epochs), members = found
-    registration = registry.stored(Path(results) / registry.STATUS.name)
-    verdicts = registry.annotate(claims.assess(chapter, members), chapter, profile, registration)
     seeds = sorted({s for r in members for t in r["tables"] for s in t["seeds"]})
     lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
               "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),
              "", *compact_tables(chapter, members)]
     display(Markdown("\n".join(lines)))
-    return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")
 
 
-def details(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> None:
+def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     """The rest of a recorded profile's section, for a folded cell under :func:`show`: where and how the runs ran
     (device, package, commits, dates, compute, command), every recorded table over the seeds, the verdicts with
-    their reasons, the reference rows against the best trained row, and the runs' own figures."""
+    their reasons, the reference rows against the best trained row, and the runs' own figures. Returns the figure
+    of our paired gains beside the paper's (``None`` when nothing is recorded or no claim is)."""
     from IPython.display import Image, Markdown, display
 
     found = _recorded_group(chapter, profile, results)
     if found is None:
-        return
+        return None
     key, members = found
     text = _section(key, members, registry.stored(Path(results) / registry.STATUS.name))
     refs = [f"- {r['table']}, {r['column']}: the best trained row ({r['best trained row']}) "
@@ -545,3 +543,5 @@ def details(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> 
     for run in members:
         for figure in run.get("figures", []):
             display(Image(filename=str(Path(results) / chapter / figure)))
+    verdicts = claims.assess(chapter, members)
+    return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")

@@ -244,11 +244,11 @@ def test_pages_carry_the_verdicts(runs, tmp_path):
     assert (claim, "full") not in cells and "- **paper's data**: no chapter has an answer yet" in table
 
 
-def test_show_displays_the_section_and_returns_the_figure(runs, tmp_path, capsys):
-    assert report.show("ecaml", "fashion", tmp_path) is None  # nothing recorded
+def test_details_displays_the_section_and_returns_the_figure(runs, tmp_path, capsys):
+    assert report.details("ecaml", "fashion", tmp_path) is None  # nothing recorded
     (tmp_path / "ecaml").mkdir()
     (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
-    fig = report.show("ecaml", "fashion", tmp_path)
+    fig = report.details("ecaml", "fashion", tmp_path)
     assert fig is not None and len(fig.axes[0].get_yticklabels()) == 3
     plt.close(fig)
 
@@ -266,7 +266,7 @@ def test_show_puts_the_compared_rows_in_view_and_details_holds_the_rest(runs, tm
                           "measured": {"Triplet, margin = 0.1": {"R@1": [0.4]}}})
     (tmp_path / "ecaml").mkdir()
     (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(run))
-    plt.close(report.show("ecaml", "fashion", tmp_path))
+    assert report.show("ecaml", "fashion", tmp_path) is None  # no figure: the findings box draws one for all
     (view,) = shown
     rows = [line.split(" | ")[0].strip("| ") for line in view.splitlines() if line.startswith("| ")][1:]
     assert rows == ["Triplet", "ECAML(Tri)", "N-Pair", "ECAML(N-Pair)", "Binomial", "ECAML(Binomial)",
@@ -277,7 +277,7 @@ def test_show_puts_the_compared_rows_in_view_and_details_holds_the_rest(runs, tm
         assert f"| {name} | {quoted} | {values.mean():.1f} ± {values.std(ddof=1):.1f} |" in view
     assert "NMI" not in view and "Margin" not in view and "Search" not in view and "Verdicts" not in view
     shown.clear()
-    report.details("ecaml", "fashion", tmp_path)
+    plt.close(report.details("ecaml", "fashion", tmp_path))
     (rest,) = shown
     assert "- commits: aaaaaaaaaaaa" in rest and "### Search on the validation classes" in rest
     assert "| Margin |" in rest and "### Verdicts" in rest and "### Against the reference rows" in rest

@@ -233,5 +233,5 @@ def test_the_evidence_is_unfolded_and_its_details_folded(chapter):
     for i in shows:
         assert "hide-output" not in cells[i]["metadata"].get("tags", []), "a results table is folded"
         profile = re.search(r'profile="(\w+)"', "".join(cells[i]["source"]))[1]
-        assert "".join(cells[i + 1]["source"]) == f'report.details("{chapter}", profile="{profile}")'
+        assert "".join(cells[i + 1]["source"]) == f'_ = report.details("{chapter}", profile="{profile}")'
         assert "hide-output" in cells[i + 1]["metadata"]["tags"]

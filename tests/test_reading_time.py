@@ -1,0 +1,46 @@
+"""Reading time as the reader's issue (#51) counts it, folds closed (tests/reading.py): its rules on hand-made
+cells, and the budget every paper chapter keeps: at most 30 minutes, with its evidence unfolded."""
+
+import json
+
+import pytest
+from conftest import ROOT
+from reading import measure, unfolded
+
+PAPERS = ["03_dcdl", "04_cbswr", "05_eps", "06_ecaml", "07_noise_guarantees", "08_bench"]
+BUDGET = 30.0  # minutes
+
+
+def test_a_dropdown_shows_its_title_only_and_an_open_admonition_all_of_it():
+    text = ("Before.\n\n:::{dropdown} Deep dive: a title\nhidden words here\n:::\n\nAfter.\n\n"
+            ":::{admonition} Shown\n:class: tip\nvisible body\n:::\n\n:::{admonition} Folded\n:class: dropdown\n"
+            "secret\n:::")
+    shown = unfolded(text)
+    assert "hidden" not in shown and "secret" not in shown and "Deep dive: a title" in shown
+    assert "visible body" in shown and "Before." in shown and "After." in shown and ":class:" not in shown
+
+
+def test_the_rates_and_what_is_folded(tmp_path):
+    words = " ".join(["word"] * 180)
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": words + "\n\n:::{dropdown} T\n" + words + "\n:::"},
+        {"cell_type": "code", "metadata": {"tags": []}, "source": "\n".join(["x = 1"] * 15), "outputs": [
+            {"output_type": "stream", "name": "stdout", "text": " ".join(["out"] * 250)},
+            {"output_type": "stream", "name": "stderr", "text": "progress 1 2 3 " * 100},
+            {"output_type": "display_data", "data": {"image/png": "", "text/plain": "<Figure>"}}]},
+        {"cell_type": "code", "metadata": {"tags": ["hide-input", "hide-output"]}, "source": "y = 2",
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "folded " * 500}]},
+        {"cell_type": "code", "metadata": {"tags": []}, "source": "", "outputs": [
+            {"output_type": "display_data", "data": {"text/markdown": "| a |\n|---|\n| 1 |"}}]},
+    ]
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    m = measure(path)
+    assert (m["prose"], m["output"], m["code"], m["figures"], m["tables"]) == (181, 252, 15, 1, 1)
+    assert m["minutes"] == pytest.approx(181 / 180 + 252 / 250 + 1 + 0.5 + 0.75)
+
+
+@pytest.mark.parametrize("stem", PAPERS)
+def test_each_chapter_reads_within_the_budget(stem):
+    m = measure(ROOT / "notebooks" / f"{stem}.ipynb")
+    assert m["minutes"] <= BUDGET, f"{stem}: {m['minutes']:.1f} minutes ({m})"
