@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from functools import partial
 
+import numpy as np
+
 from . import losses
 from ._checks import check_choice
 from .objective import Objective
@@ -182,6 +184,30 @@ REPORTED_DIM = {
                         384: {"R@1": 83.5, "R@2": 89.8, "R@4": 93.5, "R@8": 95.9, "NMI": 67.0, "F1": 35.8},
                         512: {"R@1": 84.5, "R@2": 90.4, "R@4": 93.8, "R@8": 96.6, "NMI": 68.4, "F1": 38.4}},
 }
+
+
+#: EC as the paper prints it, and as the released code computes it with the released fc unit-norm penalty (0.5):
+#: the two variants whose weight :func:`choose_lambdas` chooses.
+VARIANTS = {"paper": {}, "released": {"ec": "released", "fc_unit_norm": 0.5}}
+
+
+def choose_lambdas(run, locals_, variants, scales, dataset: str, options: dict | None = None,
+                   metric: str = "R@1") -> tuple[dict, dict]:
+    """EC's weight for each metric loss and EC variant (:data:`VARIANTS`), chosen on a validation split (issue #48:
+    every loss and both variants trained at the paper's lambda, though the released EC, log E of raw outputs, is on
+    another scale): the paper's lambda times each of ``scales``, ``run(loss_fn)`` training once at each; the weight
+    with the highest ``metric`` wins (ties: the first listed). Returns ``({(local, variant): lambda}, {row:
+    {"λ = x": [metric]}})``, the second for :func:`dml_tutorial.report.record`."""
+    chosen, table = {}, {}
+    for local in locals_:
+        for variant in variants:
+            lams = [paper_lambda(local, dataset) * scale for scale in scales]
+            scores = [run(loss_fn=ecaml_loss(local, lam, local_options=(options or {}).get(local),
+                                             **VARIANTS[variant])).metrics[metric] for lam in lams]
+            chosen[(local, variant)] = lams[int(np.argmax(scores))]  # argmax: the first of equal scores
+            row = label(local) + ("" if variant == "paper" else ", released EC")
+            table[row] = {f"λ = {lam:g}": [m] for lam, m in zip(lams, scores)}
+    return chosen, table
 
 
 def paper_gains(metric: str = "R@1") -> dict:

@@ -86,6 +86,48 @@ def variant_label(name: str, eps: bool, options: dict) -> str:
     return f"{label(name, eps)} ({settings})"
 
 
+#: The arms whose setting :func:`choose_settings` chooses: the loss with EPS, without it as the paper's baselines
+#: sample positives, and without it with every positive pair (the "original papers" reading of section 5.2.2).
+ARMS = {"EPS": {"eps": True}, "baseline": {"eps": False}, "all positives": {"eps": False, "baseline_positives": "all"}}
+
+
+def arm_label(name: str, arm: str) -> str:
+    """The table row of ``name`` in ``arm`` of :data:`ARMS` (``Trip. + SH, all positives`` for the third)."""
+    row = label(name, ARMS[arm]["eps"])
+    return f"{row}, all positives" if arm == "all positives" else row
+
+
+def choose_settings(run, candidates: dict, options: dict, arms=tuple(ARMS), metric: str = "R@1") -> tuple:
+    """Each arm's own setting, so that EPS and its baselines each get their best shot (issue #48: EPS shared its
+    baseline's setting, chosen for the baseline). For every loss of ``candidates`` (``{loss: {knob: [values]}}``,
+    one knob a loss) and every arm of ``arms`` (:data:`ARMS`), ``run(loss_fn)`` trains once on a validation split
+    at each value, the loss's other settings ``options[loss]``; the value with the highest ``metric`` wins (ties:
+    the first listed). Returns ``({(loss, arm): {knob: value}}, {row: {"knob = value": [metric]}})``, the second
+    for :func:`dml_tutorial.report.record`."""
+    chosen, table = {}, {}
+    for name, knobs in candidates.items():
+        if len(knobs) != 1:
+            raise ValueError(f"one knob a loss, got {sorted(knobs)} for {name!r}")
+        ((knob, values),) = knobs.items()
+        trained = {}  # positives -> the arm that trained them (MS's baseline already takes every positive pair)
+        for arm in arms:
+            same = trained.setdefault(_positives(name, arm), arm)
+            if same != arm:
+                chosen[(name, arm)] = chosen[(name, same)]
+                continue
+            scores = [run(loss_fn=eps_loss(name, **ARMS[arm], **{**options.get(name, {}), knob: v})).metrics[metric]
+                      for v in values]
+            chosen[(name, arm)] = {knob: values[int(np.argmax(scores))]}  # argmax: the first of equal scores
+            table[arm_label(name, arm)] = {f"{SYMBOLS.get(knob, knob)} = {v:g}": [m] for v, m in zip(values, scores)}
+    return chosen, table
+
+
+def _positives(name: str, arm: str) -> str:
+    """The positives ``name`` trains on in ``arm`` (what :func:`eps_loss` picks)."""
+    settings = ARMS[arm]
+    return "easy" if settings["eps"] else settings.get("baseline_positives") or BASELINE_POSITIVES[name]
+
+
 def by_superclass(splits, size: int | None = None):
     """Omniglot's protocol (section 5.2.1: "all the characters from the same alphabet has the same class"): both
     splits labelled by ``extras["superclass"]`` (glyphs with ``script="hangul"``: the lead consonant) or, given

@@ -141,6 +141,9 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
     if start and start.get("lr_candidates"):  # on the validation split: one pre-training, each loss at each rate
         pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
                           steps, batch, cfg["model"], shape)]
+    weights = len(cfg.get("lambda_scales") or []) * len(cfg["locals"]) * len(cfg.get("ec_variants", ["paper"]))
+    if weights:  # EC's weight on the validation split, first seed only: each loss, variant and weight
+        pre += [Trainings("EC's weight", weights, steps, batch, cfg["model"], shape)]
     curves = {"curve_runs": 2 * len(cfg["locals"]) * s, "epochs": cfg["epochs"],  # with and without EC
               "curve_images": min(cfg.get("curve_samples") or 5000, n_train) * 2}  # seen and unseen (at most)
     return [Trainings(name, runs * s, steps, batch, cfg["model"], shape, **(curves if name == "Tables 4/5" else {}))
@@ -163,10 +166,19 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
                               + len([n for n in cfg.get("all_positives", []) if n in cfg["losses"]])) * s,
                   _steps(cfg, n_train, batch), batch, cfg["model"], shape),
         *_superclasses(cfg, n_train, shape),
+        *_arm_settings(cfg, n_train, batch, shape),
         *[Trainings(f"positives per class (k = {k})", s,
                     _steps(cfg, n_train, eps.classes_per_batch(cfg, k) * k, batches=cfg["positives_batches"]),
                     eps.classes_per_batch(cfg, k) * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
     ]
+
+
+def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the validation split, first seed only
+    candidates = cfg.get("knob_candidates") or {}
+    runs = sum(len(values) * len({eps._positives(name, arm) for arm in eps.ARMS})
+               for name, knobs in candidates.items() for values in knobs.values())
+    return [Trainings("each arm's setting", runs, _steps(cfg, n_train, batch), batch, cfg["model"], shape)] if runs \
+        else []
 
 
 def _superclasses(cfg, n_train, shape):  # EPS's Table 3 protocol: each loss with and without EPS
@@ -205,9 +217,10 @@ def _noise_guarantees(cfg, n_train):  # the learning rates (glyphs), rates x 3 m
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # runs from a pretrained start
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
     rates = 3 * len(cfg.get("lr_candidates") or [])  # on the validation split: fewer images, as many steps
+    recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate
     return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
             (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
-             ("pretrained start", (1 + noisy) * s)) if runs]
+             ("pretrained start", (1 + noisy) * s), ("other recipes", recipes)) if runs]
 
 
 def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines

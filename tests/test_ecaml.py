@@ -138,3 +138,35 @@ def test_the_triplets_miner_is_a_setting_and_the_released_one_is_the_layers():
     assert loss.__name__ == "Triplet"
     with pytest.raises(ValueError, match="miner"):
         ecaml.triplet(z, y, miner="hardest")
+
+
+def test_ec_weight_is_chosen_for_each_loss_and_variant_on_its_own(monkeypatch):
+    """A stand-in training prefers a large weight for the printed EC and a small one for the released EC, so the
+    choice is known by hand; each (loss, variant) trains once per weight, at the paper's lambda times each scale."""
+    from types import SimpleNamespace
+
+    made = []
+
+    def fake_loss(local, lam, local_options=None, **variant):
+        made.append((local, lam, variant))
+        return SimpleNamespace(local=local, lam=lam, released=variant.get("ec") == "released")
+
+    monkeypatch.setattr(ecaml, "ecaml_loss", fake_loss)
+
+    def run(loss_fn):
+        return SimpleNamespace(metrics={"R@1": -loss_fn.lam if loss_fn.released else loss_fn.lam})
+
+    chosen, table = ecaml.choose_lambdas(run, ["triplet", "binomial"], ["paper", "released"], [0.1, 1.0, 10.0],
+                                         "cars196")
+    assert chosen[("triplet", "paper")] == pytest.approx(0.2) and chosen[("triplet", "released")] == pytest.approx(0.002)
+    assert chosen[("binomial", "paper")] == pytest.approx(1.3)
+    assert len(made) == 2 * 2 * 3 and {v.get("fc_unit_norm") for *_, v in made} == {None, 0.5}
+    assert list(table) == ["ECAML(Tri)", "ECAML(Tri), released EC", "ECAML(Binomial)", "ECAML(Binomial), released EC"]
+    assert list(table["ECAML(Tri)"]) == ["λ = 0.002", "λ = 0.02", "λ = 0.2"]
+    sop, _ = ecaml.choose_lambdas(run, ["npair"], ["paper"], [1.0], "sop")
+    assert sop[("npair", "paper")] == pytest.approx(0.03)  # a tenth of the paper's on SOP
+
+
+def test_the_variants_build_losses_the_training_can_call():
+    for variant in ecaml.VARIANTS.values():
+        assert callable(ecaml.ecaml_loss("triplet", 0.02, **variant))

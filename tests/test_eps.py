@@ -205,3 +205,44 @@ def test_positives_runs_keep_the_images_per_step_where_the_profile_fixes_them():
     assert [eps.classes_per_batch(smoke, k) for k in smoke["positives_per_class"]] == [smoke["p"]] * 2
     with pytest.raises(ValueError, match="no negatives"):
         eps.classes_per_batch({**colab, "positives_images": 60}, 40)
+
+
+def test_each_arm_gets_its_own_setting_and_a_record_of_every_trial():
+    """A stand-in training scores a setting by a made-up preference of each arm (EPS likes a large margin, its
+    baselines a small one), so the choice is known by hand. MS's baseline already takes every positive pair: its
+    "all positives" arm is that baseline, trained once."""
+    from types import SimpleNamespace
+
+    calls = []
+
+    def run(loss_fn):
+        keywords = loss_fn.local_fn.keywords
+        calls.append((loss_fn.__name__, keywords.get("margin", keywords.get("lam"))))
+        value = keywords.get("margin", keywords.get("lam"))
+        score = value if keywords["positives"] == "easy" else -value
+        return SimpleNamespace(metrics={"R@1": score})
+
+    candidates = {"triplet": {"margin": [0.1, 0.2, 0.4]}, "ms": {"lam": [0.5, 1.0]}}
+    options = {"triplet": {"negatives": "semihard-random"}}
+    chosen, table = eps.choose_settings(run, candidates, options)
+    assert chosen[("triplet", "EPS")] == {"margin": 0.4} and chosen[("triplet", "baseline")] == {"margin": 0.1}
+    assert chosen[("triplet", "all positives")] == {"margin": 0.1}
+    assert chosen[("ms", "EPS")] == {"lam": 1.0} and chosen[("ms", "baseline")] == {"lam": 0.5}
+    assert chosen[("ms", "all positives")] == chosen[("ms", "baseline")]  # the same arm: not trained twice
+    assert len(calls) == 3 * 3 + 2 * 2
+    assert set(table) == {"Trip. + SH", "EPS + Trip. + SH", "Trip. + SH, all positives", "MS", "EPS + MS"}
+    assert table["EPS + Trip. + SH"] == {"α = 0.1": [0.1], "α = 0.2": [0.2], "α = 0.4": [0.4]}
+    with pytest.raises(ValueError, match="one knob a loss"):
+        eps.choose_settings(run, {"triplet": {"margin": [0.1], "negatives": ["semihard-band"]}}, {})
+
+
+def test_the_chosen_setting_reaches_the_loss_and_keeps_the_profiles_others():
+    seen = []
+
+    def run(loss_fn):
+        seen.append(dict(loss_fn.local_fn.keywords))
+        return type("R", (), {"metrics": {"R@1": 0.5}})()
+
+    eps.choose_settings(run, {"triplet": {"margin": [0.3]}}, {"triplet": {"negatives": "semihard-random"}},
+                        arms=("all positives",))
+    assert seen == [{"margin": 0.3, "negatives": "semihard-random", "positives": "all"}]
