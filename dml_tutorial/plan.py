@@ -228,11 +228,11 @@ def _bench(cfg, n_train):  # per method: the search on the validation split, the
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
     steps = _steps(cfg, n_train, batch)
     unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
-    search = cfg["search_seeds"] * bench.SEARCH_BUDGET
     noisy = sum(1 for r in cfg["rates"] if r)
     out = []
     for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
         m = bench.method(name)
+        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * len(bench.rates(name, cfg))  # each value at each rate
         if m.supervised:
             out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
                                  ("bench", name), cfg["p"]))

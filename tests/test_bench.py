@@ -295,3 +295,26 @@ def test_versus_pairs_each_method_with_the_baseline_by_seed():
     assert (frame.loc["up", "low"], frame.loc["up", "high"]) == pytest.approx((100 * d.low, 100 * d.high))
     with pytest.raises(ValueError, match="baseline 'nope'"):
         bench.versus(values, "nope")
+
+
+def test_a_method_can_search_its_own_learning_rate():
+    cfg = {**profiles.settings("bench", "smoke"), "method_lrs": [3e-4, 1e-3]}
+    supervised = next(n for n in bench.METHODS if bench.method(n).supervised and bench.method(n).knob != "lr")
+    unsupervised = next(n for n in bench.METHODS if not bench.method(n).supervised)
+    assert bench.rates(supervised, cfg) == [3e-4, 1e-3]
+    assert bench.rates(supervised, {**cfg, "method_lrs": None}) == [None]  # the profile's own rate
+    assert bench.settings(supervised, cfg, lr=3e-4)["lr"] == 3e-4
+    assert bench.settings(supervised, cfg)["lr"] == cfg["lr"]
+    unsup = bench.settings(unsupervised, cfg, lr=3e-4)
+    assert unsup["lr"] == 3e-4 and unsup["epochs"] == cfg["unsup_epochs"]  # the rate replaces unsup_lr only
+    assert bench.settings(unsupervised, cfg)["lr"] == cfg["unsup_lr"]
+
+
+def test_a_method_whose_knob_is_its_rate_searches_it_through_its_values(monkeypatch):
+    by_rate = bench.Method("Triplet, by rate", "lr", (1e-3, 1e-4, 3e-4), "triplet", (("negatives", "semihard-random"),))
+    monkeypatch.setitem(bench.METHODS, by_rate.name, by_rate)
+    cfg = {**profiles.settings("bench", "smoke"), "method_lrs": [3e-4, 1e-3]}
+    assert bench.rates(by_rate.name, cfg) == [None]  # no second search over the same rate
+    assert bench.settings(by_rate.name, cfg, 1e-4)["lr"] == 1e-4
+    with pytest.raises(ValueError, match="its learning rate"):
+        bench.settings(by_rate.name, cfg, 1e-4, lr=1e-3)
