@@ -217,7 +217,7 @@ def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) 
     if len(refs) < len(REFERENCES):
         return False, "the table has no raw-input and untrained-network rows to gate on"
     if column in measured.get(STARTED, {}):  # a pretrained start: the fine-tuned control must beat it too
-        refs[STARTED] = measured[STARTED][column]
+        refs["pretrained start (not fine-tuned)"] = measured[STARTED][column]  # as the gate's reason names it
     passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100, confidence)
     # the control's column named as a column, not in parentheses: "(p = 0)" beside p-values read as one of them
     return passes, (f"{reason}, in the {column} column" if column != claim.column else reason)
