@@ -476,15 +476,22 @@ def _recorded_group(chapter: str, profile: str, results: Path) -> tuple[tuple, l
 
 
 def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
-    """The evidence a reader needs in view, as Markdown: each table the chapter's claims compare, cut to the rows
-    they compare, the reference rows and the columns they read (mean ± std over seeds, the paper's numbers beside);
-    for a chapter without claims, each table that carries the reference rows, whole."""
-    tables, mine = merge_seeds(runs), claims.CLAIMS.get(chapter, [])
+    """The evidence a reader needs in view, as Markdown: one compact table per test bed (#51), the recorded table
+    that most of the chapter's claims compare, cut to the rows they compare, the reference rows and the columns
+    they read (mean ± std over seeds, the paper's numbers beside), and the names of the other compared tables
+    (:func:`details` shows them); for a chapter without claims, each table that carries the reference rows, whole."""
+    tables = merge_seeds(runs)
+    mine = [c for c in claims.CLAIMS.get(chapter, []) if c.table in tables]
     keep = {t: (None, None) for t, (m, _) in tables.items() if all(r in m for r in REFERENCES)} if not mine else {}
+    counts = {t: sum(c.table == t for c in mine) for t in dict.fromkeys(c.table for c in mine)}
+    main = max(counts, key=counts.get) if counts else None  # max: the first of equal counts
     for c in mine:
+        if c.table != main:
+            continue
         rows, columns = keep.setdefault(c.table, ({}, {}))
         rows.update(dict.fromkeys((c.base, c.row, *REFERENCES, STARTED)))
         columns.update(dict.fromkeys(x for x in (c.control, c.base_column, c.column) if x))
+    others = [t for t in counts if t != main]
     lines = []
     for table, (rows, columns) in keep.items():
         if table not in tables:
@@ -502,6 +509,8 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
                   markdown_table(plots.results_table(cut(measured), quoted if any(quoted.values()) else None)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, seeds))}"
                   + ("; paper columns quoted from the paper." if any(quoted.values()) else "."), ""]
+    if others:
+        lines += [f"The other tables the claims compare ({'; '.join(others)}) are in the details below.", ""]
     return lines
 
 

@@ -383,3 +383,20 @@ def test_a_pretrained_start_joins_the_gate_where_the_table_holds_it(runs):
         assert "the pretrained start (not fine-tuned)" in gate
     else:
         assert gate == earlier
+
+
+def test_the_compact_view_is_one_table_a_test_bed_and_names_the_others():
+    """#51: one compact results table per test bed, the one most claims compare; the others are named."""
+    eps_claims = claims.CLAIMS["eps"]
+    counts = {t: sum(c.table == t for c in eps_claims) for t in dict.fromkeys(c.table for c in eps_claims)}
+    main = max(counts, key=counts.get)
+    tables = []
+    for table in counts:
+        rows = {r: {c.column: [0.5, 0.6]} for c in eps_claims if c.table == table for r in (c.base, c.row)}
+        rows.update({r: {c.column: [0.1, 0.2]} for c in eps_claims if c.table == table for r in experiment.REFERENCES})
+        tables.append({"table": table, "seeds": [0, 1], "measured": rows, "paper": {}})
+    run = {"chapter": "eps", "tables": tables}
+    text = "\n".join(report.compact_tables("eps", [run]))
+    assert f"**{main}**" in text and sum(f"**{t}**" in text for t in counts) == 1
+    others = [t for t in counts if t != main]
+    assert f"The other tables the claims compare ({'; '.join(others)}) are in the details below." in text
