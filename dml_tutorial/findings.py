@@ -101,6 +101,12 @@ TEST_BEDS = ("the glyphs: rendered characters, an MLP trained from scratch; test
              "unseen characters in unseen faces")
 
 
+def _item(label: str) -> str:
+    """A claim's label as the start of a list item: a leading ``+`` (DCDL's "+ L^W beats ...") escaped, which
+    Markdown would read as a second, nested list."""
+    return "\\" + label if label[:1] in "+-*" else label
+
+
 def scale_frames(chapter: str, cfg: dict | None = None, session: dict | None = None,
                  results=report.RESULTS) -> dict:
     """``{scale heading: claims.assess frame}`` for every scale with a recorded run of ``chapter``; the kernel's
@@ -147,7 +153,7 @@ def gate_notes(frames: dict) -> list[str]:
             continue
         reasons = {}  # the gate's reason -> the claims it withholds the word from
         for claim, reason in zip(failed["claim"], failed["gate"]):
-            reasons.setdefault(reason[:1].lower() + reason[1:], []).append(plots.label_tex(claim))
+            reasons.setdefault(reason[:1].lower() + reason[1:], []).append(_item(plots.label_tex(claim)))
         head = f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here"
         if len(reasons) == 1:
             out.append(f"{head}: {next(iter(reasons))}.")
@@ -192,7 +198,7 @@ def verdict_lines(chapter: str, frames: dict) -> str:
                 found.append(f"**{claims.verdict_text({**r, 'registration': late})}** on {SHORT.get(scale, scale)} "
                              f"({r['ours']:+.1f} points)")  # its interval: the box's figure
         found += [f"*{word}* on {' and '.join(where)}" for word, where in silent.items()]
-        lines.append(f"- {plots.label_tex(claim.text)}: {'; '.join(found) or 'no run on real data yet'}.")
+        lines.append(f"- {_item(plots.label_tex(claim.text))}: {'; '.join(found) or 'no run on real data yet'}.")
     intro = (f"The paper claims that {CLAIMED[chapter]} What our runs say, claim by claim ({TEST_BEDS}; the words "
              "are the {doc}`glossary's </book/glossary>`):")
     return "\n".join([":::{admonition} Our answer, in short", ":class: tip verdict-line", "", intro, "", *lines, "",

@@ -235,3 +235,11 @@ def test_the_evidence_is_unfolded_and_its_details_folded(chapter):
         profile = re.search(r'profile="(\w+)"', "".join(cells[i]["source"]))[1]
         assert "".join(cells[i + 1]["source"]) == f'_ = report.details("{chapter}", profile="{profile}")'
         assert "hide-output" in cells[i + 1]["metadata"]["tags"]
+
+
+def test_a_claim_label_that_starts_with_a_plus_stays_one_list_item():
+    """DCDL's "+ L^W beats L_Trip" after "- " would open a nested list: the opening escapes it."""
+    lines = [line for line in findings.verdict_lines("dcdl", findings.scale_frames("dcdl")).splitlines()
+             if line.startswith("- ")]
+    assert len(lines) == len(claims.CLAIMS["dcdl"]) and all(line.startswith("- \\+ ") for line in lines)
+    assert findings._item("EC improves Triplet") == "EC improves Triplet"
