@@ -111,7 +111,7 @@ def choose_settings(run, candidates: dict, options: dict, arms=tuple(ARMS), metr
         ((knob, values),) = knobs.items()
         trained = {}  # positives -> the arm that trained them (MS's baseline already takes every positive pair)
         for arm in arms:
-            same = trained.setdefault(_positives(name, arm), arm)
+            same = trained.setdefault(positives_of(name, arm), arm)
             if same != arm:
                 chosen[(name, arm)] = chosen[(name, same)]
                 continue
@@ -122,7 +122,7 @@ def choose_settings(run, candidates: dict, options: dict, arms=tuple(ARMS), metr
     return chosen, table
 
 
-def _positives(name: str, arm: str) -> str:
+def positives_of(name: str, arm: str) -> str:
     """The positives ``name`` trains on in ``arm`` (what :func:`eps_loss` picks)."""
     settings = ARMS[arm]
     return "easy" if settings["eps"] else settings.get("baseline_positives") or BASELINE_POSITIVES[name]

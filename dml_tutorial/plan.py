@@ -175,7 +175,7 @@ def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Tab
 
 def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the validation split, first seed only
     candidates = cfg.get("knob_candidates") or {}
-    runs = sum(len(values) * len({eps._positives(name, arm) for arm in eps.ARMS})
+    runs = sum(len(values) * len({eps.positives_of(name, arm) for arm in eps.ARMS})
                for name, knobs in candidates.items() for values in knobs.values())
     return [Trainings("each arm's setting", runs, _steps(cfg, n_train, batch), batch, cfg["model"], shape)] if runs \
         else []
