@@ -461,18 +461,18 @@ def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict |
     return written + [page, claims_page]
 
 
-def _recorded_group(chapter: str, profile: str, results: Path) -> tuple[tuple, list[dict]] | None:
-    """The one group of recorded runs of ``chapter`` under ``profile`` (:func:`group`), or ``None``; shows where it
-    looked while there is none."""
+def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True) -> tuple[tuple, list[dict]] | None:
+    """The one group of recorded runs of ``chapter`` under ``profile`` (:func:`group`), or ``None``; with ``say``,
+    shows where it looked while there is none (:func:`show` says it; :func:`details`, the cell under it, does not
+    say it again)."""
     from IPython.display import Markdown, display
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
-    if not runs:
+    if not runs and say:
         display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{Path(results) / chapter}`. "
                          f"`dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml`, in a clone of the repository, "
                          "records it."))
-        return None
-    return next(iter(group(runs).items()))  # one profile: one group
+    return next(iter(group(runs).items())) if runs else None  # one profile: one group
 
 
 def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
@@ -538,7 +538,7 @@ def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     of our paired gains beside the paper's (``None`` when nothing is recorded or no claim is)."""
     from IPython.display import Image, Markdown, display
 
-    found = _recorded_group(chapter, profile, results)
+    found = _recorded_group(chapter, profile, results, say=False)
     if found is None:
         return None
     key, members = found

@@ -119,9 +119,10 @@ def test_a_chapter_with_no_record_anywhere_says_where_it_looked_instead_of_raisi
     assert findings.scale_frames("ecaml", results=tmp_path / "results") == {}
     assert findings.show("ecaml", results=tmp_path / "results") is None
     assert report.show("ecaml", "glyphs", results=tmp_path / "results") is None
+    assert report.details("ecaml", "glyphs", results=tmp_path / "results") is None  # says nothing a second time
     shown = "\n".join(displayed)
     assert "No claim of chapter 'ecaml' is recorded here" in shown and str(tmp_path / "empty") in shown
-    assert "Not run yet" in shown and str(tmp_path / "results" / "ecaml") in shown
+    assert shown.count("Not run yet") == 1 and str(tmp_path / "results" / "ecaml") in shown
 
 
 def test_a_record_without_its_notebook_is_a_chapter(tmp_path, monkeypatch):
