@@ -66,7 +66,8 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     ``optimizer`` (Adam by default, or RMSprop) at ``lr`` with ``weight_decay``, the embedding layer at
     ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs. GPU settings:
     ``data_on_device`` (in-memory datasets moved to the device once), ``augment`` (a key of ``AUGMENTATIONS``),
-    ``amp`` and ``channels_last`` (see :func:`dml_tutorial.train.fit`). Returns (model, history, seconds)."""
+    ``amp`` and ``channels_last`` (see :func:`dml_tutorial.train.fit`); ``evaluate`` after every ``eval_every``
+    epochs (default 1) and after the last. Returns (model, history, seconds)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(data)
     model = models.from_settings(cfg, in_shape)
@@ -87,8 +88,9 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     start = time.perf_counter()
     history = train.fit(model, loss_fn, data, epochs=cfg["epochs"], sampler=sampler, optimizer=optimizer,
                         scheduler=scheduler, device=device, seed=seed, progress=progress, checkpoint=checkpoint,
-                        evaluate=evaluate, augment=augmentation, amp=cfg.get("amp", False),
-                        channels_last=cfg.get("channels_last", False), num_workers=cfg.get("workers", 0),
+                        evaluate=evaluate, eval_every=cfg.get("eval_every", 1), augment=augmentation,
+                        amp=cfg.get("amp", False), channels_last=cfg.get("channels_last", False),
+                        num_workers=cfg.get("workers", 0),
                         description=getattr(loss_fn, "__name__", "training"))
     return model, history, time.perf_counter() - start
 

@@ -213,14 +213,20 @@ def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), 
     return out
 
 
-def _noise_guarantees(cfg, n_train):  # the learning rates (glyphs), rates x 3 methods (+ toplines), the skew run,
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # runs from a pretrained start
-    steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)
+def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods
+    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # (+ toplines), the skew run, runs from a
+    steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)  # pretrained start, recipes,
     rates = 3 * len(cfg.get("lr_candidates") or [])  # on the validation split: fewer images, as many steps
+    if rates:  # (test bed II: the marginal loss's beta at the chosen rate)
+        rates += len(cfg.get("beta_candidates") or [])
     recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate
-    return [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
-            (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
-             ("pretrained start", (1 + noisy) * s), ("other recipes", recipes)) if runs]
+    out = [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
+           (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
+            ("pretrained start", (1 + noisy) * s), ("other recipes", recipes)) if runs]
+    if cfg.get("checkpoint_steps"):  # checkpoints: the two triplet arms, longer
+        out.append(Trainings("checkpoints", 2 * len(cfg["checkpoint_rates"]) * s, max(cfg["checkpoint_steps"]),
+                             batch, cfg["model"], shape))
+    return out
 
 
 def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines

@@ -183,6 +183,20 @@ def test_train_and_retrieve_measures_unseen_classes_and_records_the_gap():
     assert run.history["unseen R@1"][-1] == pytest.approx(run.metrics["R@1"])
 
 
+def test_checkpoints_every_few_epochs_lie_on_the_path_of_the_shorter_run():
+    # the noise chapter's checkpoints (test bed II): a run three times as long, evaluated every eval_every epochs,
+    # passes through the shorter run of the same seed (no learning-rate step: the same path up to its length)
+    seen_unseen = data.load_dataset("subclusters", split="classes", seed=0, num_classes=8, modes_per_class=4,
+                                    samples_per_mode=10)
+    loss, cfg = dcdl.dcdl_loss("trip", None), {**CFG, "lr": 1e-2, "lr_step": None}
+    short = experiment.train_and_retrieve(seen_unseen, loss, {**cfg, "epochs": 2}, p=2, k=8, seed=0, curves=True)
+    long = experiment.train_and_retrieve(seen_unseen, loss, {**cfg, "epochs": 6, "eval_every": 2}, p=2, k=8,
+                                         seed=0, curves=True)
+    curve = long.history["unseen R@1"]  # one entry an epoch, None where it was not evaluated
+    assert [i for i, v in enumerate(curve) if v is not None] == [1, 3, 5]
+    assert curve[1] == short.history["unseen R@1"][-1] and len(set(curve[1::2])) > 1  # the path, and it moves
+
+
 def test_retrieval_reports_the_datasets_usual_recall_ks():
     # SOP papers report R@1/10/100/1000 (ECAML Table 6): a run on "sop" must measure those, not R@1/2/4/8
     seen_unseen = data.load_dataset("subclusters", split="classes", seed=0, num_classes=4, modes_per_class=2,

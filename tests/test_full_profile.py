@@ -20,7 +20,7 @@ import torch
 from conftest import ROOT
 from dry_runs import COLAB_DRY_RUNS, DRY_RUNS, MAX_TRAINED_IMAGES, TRAIN_TEST, stand_in_weights
 
-from dml_tutorial import chapters, cli, plan, profiles
+from dml_tutorial import chapters, cli, ecaml, plan, profiles
 
 
 @pytest.mark.parametrize("chapter", sorted(DRY_RUNS))
@@ -54,6 +54,9 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
                                "Table 3: EC against dropout", "Table 2: embedding size",
                                "EC's share of the pull at the embedding layer"}
         assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == 84.5
+        shares = tables["EC's share of the pull at the embedding layer"]["measured"]  # both EC variants' pulls
+        assert {row for row in shares if row.endswith(", released EC")} == {
+            ecaml.label(local) + ", released EC" for local in run["settings"]["locals"]}
         assert run["settings"]["amp"] and run["settings"]["channels_last"]
         kept = [p for p in (tmp_path / "runs").rglob("*.pt")]  # the resumable cache, under RUNS
         assert kept and all(p.relative_to(tmp_path / "runs").parts[0].startswith("ecaml-cars196-") for p in kept)
