@@ -321,8 +321,9 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 
 
-def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progress: bool = False) -> dict:
-    """``{key: [run(**configs[key], seed=s) for s in seeds]}`` with one progress bar over all runs.
+def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progress: bool | None = False) -> dict:
+    """``{key: [run(**configs[key], seed=s) for s in seeds]}`` with one progress bar over all runs (none with
+    ``progress=None``: the smoke profile's stored outputs stay quiet, :func:`dml_tutorial.profiles.shows_progress`).
 
     With a ``cache`` folder (:func:`dml_tutorial.profiles.default_cache` names one per chapter, dataset and hash of
     the settings), every finished run is saved there (``<key>-seed<s>.pt``: metrics, test embeddings, history,
@@ -340,7 +341,7 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
         raise ValueError("grid needs at least one seed")
     out = {key: [] for key in configs}
     total, done, trained_seconds, trained = len(configs) * len(seeds), 0, 0.0, 0
-    with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress) as bar:
+    with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress is not False) as bar:
         for key, kwargs in configs.items():
             for seed in seeds:
                 began = time.perf_counter()

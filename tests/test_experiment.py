@@ -112,8 +112,13 @@ def test_progress_prints_a_line_per_run_and_passes_progress_to_runs_that_take_it
     assert lines[0].startswith("Table 1: run 1 of 1 done in ") and lines[0].endswith("about 0 min left")
     assert lines[1] == "Table 1: run 1 of 2 loaded from the cache; the time left shows after the first trained run"
     assert lines[2].startswith("Table 1: run 2 of 2 done in ") and seen == [True, True]
-    experiment.grid({"c": {"value": 3.0}}, [0], run, "quiet")  # the CPU profiles: no lines, progress not passed
-    assert capsys.readouterr().out == "" and seen == [True, True, False]
+    experiment.grid({"c": {"value": 3.0}}, [0], run, "one bar")  # the CPU profiles: no lines, progress not passed
+    shown = capsys.readouterr()
+    assert shown.out == "" and "one bar: 100%" in shown.err and seen == [True, True, False]
+    experiment.grid({"d": {"value": 4.0}}, [0], run, "smoke", progress=None)  # smoke: nothing at all
+    assert capsys.readouterr() == ("", "") and seen == [True, True, False, False]
+    assert [profiles.shows_progress({"profile": p}) for p in ("full", "colab", "glyphs2", "fashion", "smoke")] == [
+        True, True, False, False, None]
 
 
 class _StopAfter:
