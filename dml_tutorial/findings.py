@@ -23,18 +23,17 @@ CLAIMED = claims.CLAIMED
 #: section that shows it; no number of ours (those come from the runs) and no name a reader cannot see on the page.
 WHY = {
     "dcdl": [
-        ("At the paper's weight $L^W$ dominates the training: its weighted pull on the embedding stays above the "
-         "triplet's for the whole run (*Where the weight acts*), and the probe pays for it."),
-        ("Once classes are compact, the cost of moving one class onto the rest depends only on the sum of the class "
-         "centres: two antipodal blobs score as well as classes kept apart (*One class against the rest*), so the "
-         "term cannot ask look-alike classes to stay apart."),
-        ("At the weight chosen on held-out characters neither term moves the probe detectably, and no weight from "
-         "0.01 to 0.2 lifts it: the paper's weight made $L^W$ harmful, and a smaller one shows no gain."),
+        ("At the paper's weight $L^W$ dominates training: its weighted pull stays above the triplet's for the whole "
+         "run (*Where the weight acts*), and the probe pays for it."),
+        ("Once classes are compact, the term's cost depends only on the sum of the class centres: two antipodal "
+         "blobs score as well as classes kept apart (*One class against the rest*), so it cannot keep look-alike "
+         "classes apart."),
+        ("At the weights chosen on held-out characters neither term moves the probe detectably, and no weight from "
+         "0.01 to 0.2 lifts it."),
         ("Under 30% symmetric noise both $L^W$ rows sit far above the noisy baseline, the paper's direction, but "
-         "every row compared there stays below the raw pixels: the term slows the damage noise does; it does not "
-         "undo it."),
-        ("$L^W$ computed as GeomLoss's defaults do (annealed, stopped unconverged at the paper's $\\varepsilon$: our "
-         "reading of what the paper ran) costs the clean probe less than the converged term, but still costs it."),
+         "below the raw pixels: the term slows the damage noise does; it does not undo it."),
+        ("$L^W$ as GeomLoss's defaults compute it (annealed, unconverged: our reading of what the paper ran) costs "
+         "the clean probe less than the converged term, but still costs it."),
     ],
     "cbswr": [
         ("With our linear cluster head the assignments barely move ($H(Y \\mid X)$ stays near $\\log K$ in the "

@@ -44,3 +44,18 @@ def test_the_rates_and_what_is_folded(tmp_path):
 def test_each_chapter_reads_within_the_budget(stem):
     m = measure(ROOT / "notebooks" / f"{stem}.ipynb")
     assert m["minutes"] <= BUDGET, f"{stem}: {m['minutes']:.1f} minutes ({m})"
+
+
+@pytest.mark.parametrize("stem", PAPERS)
+def test_each_chapter_links_its_reproduction_notes_which_hold_the_reference_material(stem):
+    """What a reproducer needs and a first reading does not (what each profile runs, the released code's settings,
+    the paper-scale run, further runs) lives in book/notes.md, one section a chapter, which the chapter links."""
+    chapter = stem.split("_", 1)[1]
+    text = "".join("".join(c["source"]) for c in json.loads((ROOT / "notebooks" / f"{stem}.ipynb").read_text())
+                   ["cells"] if c["cell_type"] == "markdown")
+    assert f"<{chapter}-notes>`" in text
+    for moved in ("What each profile runs", "Running the paper-scale version", "Setting by setting"):
+        assert f"}} {moved}" not in text, moved  # a dropdown of it: back in the chapter
+    notes = (ROOT / "book" / "notes.md").read_text()
+    section = notes.split(f"({chapter}-notes)=")[1].split("-notes)=")[0]
+    assert "### What each profile runs" in section and "### Running the paper-scale version" in section
