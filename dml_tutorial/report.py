@@ -272,6 +272,18 @@ def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple =
 #: The scales of the verdict table: (column heading, profile of the runs; ``None``: the chapter's smoke record).
 SCALES = (("smoke (digits, MNIST-1D)", None), ("Fashion-MNIST", "fashion"), ("glyphs", "glyphs"),
           ("test bed II", "glyphs2"), ("paper's data", "full"))
+#: A test bed that another replaces: once a chapter has runs of the newer profile, the older one's runs give it no
+#: words (issue #50: test bed I's MLP, trained from scratch for about 1,000 steps, measured early optimisation, not
+#: the papers' regime). Its runs stay under data/results/ and in the chapter's folded details.
+SUPERSEDED = {"glyphs": "glyphs2"}
+SUPERSEDED_TEXT = "superseded by test bed II"
+
+
+def superseded(chapter: str, profile: str | None, runs: list[dict]) -> bool:
+    """Whether ``profile``'s runs of ``chapter`` are superseded (:data:`SUPERSEDED`): some run of ``runs`` is of
+    ``chapter`` under the profile that replaces it."""
+    newer = SUPERSEDED.get(profile)
+    return newer is not None and any(r["chapter"] == chapter and r.get("profile") == newer for r in runs)
 
 
 def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> dict:
@@ -283,6 +295,8 @@ def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: d
     for _, profile in SCALES:
         group = ([json.loads(record.read_text())] if record and record.exists() else []) if profile is None else \
             [r for r in runs if r["chapter"] == chapter and r.get("profile") == profile]
+        if superseded(chapter, profile, runs):  # no words from a replaced test bed
+            group = []
         frame = claims.assess(chapter, group) if group else None
         out[profile or "smoke"] = registry.annotate(frame, chapter, profile, registration)
     return out
@@ -290,7 +304,7 @@ def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: d
 
 #: The cells that give no answer: a chapter whose every claim reads so at one scale is said in a sentence under
 #: the table, its cells there a dash, and a scale where no chapter has an answer loses its column.
-NO_ANSWER = ("not run yet", "not testable here")
+NO_ANSWER = ("not run yet", "not testable here", SUPERSEDED_TEXT)
 NO_ANSWER_MARK = "—"
 
 
@@ -324,7 +338,8 @@ def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None =
     its findings box (:mod:`dml_tutorial.findings`, the target ``<chapter>-findings``). A chapter with no answer at
     a scale (:data:`NO_ANSWER`) is one sentence under the table, not a column of non-answers."""
     frames, book_wide = assessed or assess_book(runs, notebooks, registration)
-    cells = {(chapter, scale): [_verdict_cell(f, claim.text, book_wide, (chapter, scale))
+    cells = {(chapter, scale): [SUPERSEDED_TEXT if superseded(chapter, scale, runs) else
+                                _verdict_cell(f, claim.text, book_wide, (chapter, scale))
                                 for claim in claims.CLAIMS.get(chapter, [])]
              for chapter, fs in frames.items() for scale, f in fs.items()}
     silent = {key: why for key, c in cells.items() if (why := _silent(c))}
@@ -358,14 +373,15 @@ def _no_answers(scales, shown, silent, notebooks) -> list[str]:
         chapters = [c for c in notebooks if (c, scale) in silent]
         if not chapters:
             continue
-        if (head, scale) not in shown:
+        if (head, scale) not in shown and all(silent[c, scale] == "not run yet" for c in chapters):
             where = " ({doc}`/book/results/at_scale` says what a run needs)" if scale == "full" else ""
             out.append(f"- **{head}**: no chapter has an answer yet{where}.")
             continue
         by_reason = defaultdict(list)
         for c in chapters:
             by_reason[silent[c, scale]].append(claims.NAMES.get(c, c))
-        out.append(f"- **{head}** ({NO_ANSWER_MARK} in its column): " + "; ".join(
+        mark = f" ({NO_ANSWER_MARK} in its column)" if (head, scale) in shown else " (no column)"
+        out.append(f"- **{head}**{mark}: " + "; ".join(
             f"{', '.join(names)}: every claim {why}" for why, names in by_reason.items()) + ".")
     return (["No answer at these scales, said once instead of a cell per claim:", "", *out, ""] if out else [])
 
@@ -525,6 +541,12 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
         return
     (_, dataset, model, epochs), members = found
     seeds = sorted({s for r in members for t in r["tables"] for s in t["seeds"]})
+    if superseded(chapter, profile, load_runs(results)):
+        head = SUPERSEDED_TEXT[0].upper() + SUPERSEDED_TEXT[1:]
+        display(Markdown(f"*{head}: these runs ({dataset}, {model}, {epochs} epochs, seeds "
+                         f"{', '.join(map(str, seeds))}) give this chapter no words any more; their tables, verdicts "
+                         "as they were and figures are in the next cell's output.*"))
+        return
     lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
               "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),
              "", *compact_tables(chapter, members)]

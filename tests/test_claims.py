@@ -400,3 +400,31 @@ def test_the_compact_view_is_one_table_a_test_bed_and_names_the_others():
     assert f"**{main}**" in text and sum(f"**{t}**" in text for t in counts) == 1
     others = [t for t in counts if t != main]
     assert f"The other tables the claims compare ({'; '.join(others)}) are in the details below." in text
+
+
+def test_a_superseded_test_bed_gives_no_words_once_its_successor_has_runs(runs, tmp_path, monkeypatch):
+    """Test bed I (glyphs) leaves a chapter's verdicts once the chapter has test bed II (glyphs2) runs (#50): its
+    words leave the findings and the Holm family, the verdict table says so in one sentence, and the chapter's
+    section says one sentence with the tables folded; before that, its words stand."""
+    import IPython.display
+
+    folder = tmp_path / "ecaml"
+    folder.mkdir()
+    (folder / "glyphs_seed-0.json").write_text(json.dumps(_run(runs[0]["tables"][0]["measured"], profile="glyphs")))
+    alone = report.load_runs(tmp_path)
+    assert report.scale_frames("ecaml", None, alone)["glyphs"] is not None
+    assert not report.superseded("ecaml", "glyphs", alone)
+    (folder / "glyphs2_seed-0.json").write_text(json.dumps(_run(runs[0]["tables"][0]["measured"], profile="glyphs2")))
+    both = report.load_runs(tmp_path)
+    frames = report.scale_frames("ecaml", None, both)
+    assert frames["glyphs"] is None and frames["glyphs2"] is not None
+    assert report.superseded("ecaml", "glyphs", both) and not report.superseded("dcdl", "glyphs", both)
+    table = report.verdicts_page(both, {"ecaml": tmp_path / "06_ecaml.ipynb"})
+    cells = verdict_cells(table)
+    assert not any(scale == "glyphs" for _, scale in cells) and any(scale == "glyphs2" for _, scale in cells)
+    assert "- **glyphs**" in table and f"every claim {report.SUPERSEDED_TEXT}" in table
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", obj)))
+    report.show("ecaml", "glyphs", tmp_path)
+    (view,) = shown
+    assert view.startswith("*Superseded by test bed II") and "| Triplet |" not in view
