@@ -272,18 +272,21 @@ def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple =
 #: The scales of the verdict table: (column heading, profile of the runs; ``None``: the chapter's smoke record).
 SCALES = (("smoke (digits, MNIST-1D)", None), ("Fashion-MNIST", "fashion"), ("glyphs", "glyphs"),
           ("test bed II", "glyphs2"), ("paper's data", "full"))
-#: A test bed that another replaces: once a chapter has runs of the newer profile, the older one's runs give it no
-#: words (issue #50: test bed I's MLP, trained from scratch for about 1,000 steps, measured early optimisation, not
-#: the papers' regime). Its runs stay under data/results/ and in the chapter's folded details.
+#: A test bed that another replaces: once a chapter's runs of the newer profile can give words (as many seeds as a
+#: verdict needs, :data:`dml_tutorial.evidence.MIN_SEEDS`), the older one's runs give it none (issue #50: test bed
+#: I's MLP, trained from scratch for about 1,000 steps, measured early optimisation, not the papers' regime). Its
+#: runs stay under data/results/ and in the chapter's folded details.
 SUPERSEDED = {"glyphs": "glyphs2"}
 SUPERSEDED_TEXT = "superseded by test bed II"
 
 
 def superseded(chapter: str, profile: str | None, runs: list[dict]) -> bool:
-    """Whether ``profile``'s runs of ``chapter`` are superseded (:data:`SUPERSEDED`): some run of ``runs`` is of
-    ``chapter`` under the profile that replaces it."""
+    """Whether ``profile``'s runs of ``chapter`` are superseded (:data:`SUPERSEDED`): ``runs`` hold at least
+    :data:`~dml_tutorial.evidence.MIN_SEEDS` seeds of ``chapter`` under the profile that replaces it."""
     newer = SUPERSEDED.get(profile)
-    return newer is not None and any(r["chapter"] == chapter and r.get("profile") == newer for r in runs)
+    seeds = {s for r in runs if newer is not None and r["chapter"] == chapter and r.get("profile") == newer
+             for s in r.get("seeds", [])}
+    return len(seeds) >= evidence.MIN_SEEDS
 
 
 def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: dict | None = None) -> dict:

@@ -403,7 +403,7 @@ def test_the_compact_view_is_one_table_a_test_bed_and_names_the_others():
 
 
 def test_a_superseded_test_bed_gives_no_words_once_its_successor_has_runs(runs, tmp_path, monkeypatch):
-    """Test bed I (glyphs) leaves a chapter's verdicts once the chapter has test bed II (glyphs2) runs (#50): its
+    """Test bed I (glyphs) leaves a chapter's verdicts once its test bed II (glyphs2) runs can give words (#50): its
     words leave the findings and the Holm family, the verdict table says so in one sentence, and the chapter's
     section says one sentence with the tables folded; before that, its words stand."""
     import IPython.display
@@ -414,7 +414,10 @@ def test_a_superseded_test_bed_gives_no_words_once_its_successor_has_runs(runs, 
     alone = report.load_runs(tmp_path)
     assert report.scale_frames("ecaml", None, alone)["glyphs"] is not None
     assert not report.superseded("ecaml", "glyphs", alone)
-    (folder / "glyphs2_seed-0.json").write_text(json.dumps(_run(runs[0]["tables"][0]["measured"], profile="glyphs2")))
+    measured = runs[0]["tables"][0]["measured"]
+    (folder / "glyphs2_seed-0.json").write_text(json.dumps(_run(measured, profile="glyphs2", seeds=(0, 1, 2, 3))))
+    assert not report.superseded("ecaml", "glyphs", report.load_runs(tmp_path))  # 4 seeds: no words yet, none lost
+    (folder / "glyphs2_seed-0.json").write_text(json.dumps(_run(measured, profile="glyphs2")))
     both = report.load_runs(tmp_path)
     frames = report.scale_frames("ecaml", None, both)
     assert frames["glyphs"] is None and frames["glyphs2"] is not None
