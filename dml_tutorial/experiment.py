@@ -113,8 +113,8 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
     paper's; ``cfg["p"]`` classes instead where it is set, as on the glyph test bed's hundreds), see :func:`_train`
     for the other ``cfg`` keys, then probe it; ``Run.test_predictions`` keeps the probe's predicted test labels
     (per-class accuracy, confusions). The noise draw, the initialisation and the batches all follow ``seed``.
-    ``curves=True`` records, for an objective of several terms, each term's value and weighted pull at the
-    embedding layer after every epoch, as :func:`train_and_retrieve` does."""
+    ``curves=True`` records after every epoch, on one fixed batch, the within-class spread and, for an
+    objective, each term's value and weighted pull at the embedding layer, as :func:`train_and_retrieve` does."""
     data = corrupt(splits.train, noise, seed, pairs)
     p = cfg.get("p") or len(np.unique(data.labels))
     pulls = _pulls(data, loss_fn, p, k, seed) if curves else None
@@ -264,19 +264,23 @@ def _curve_subset(dataset, seed: int, size: int = CURVE_SAMPLES):
 
 
 def _pulls(data, loss_fn, p: int, k: int, seed: int):
-    """``pulls(model) -> {"<term>": value, "|grad| <term>": pull}`` for an objective of several terms
-    (:func:`dml_tutorial.objective.term_pulls`) on one fixed P x K batch of ``data`` (its own seed), or ``{}``
-    for a loss of one term."""
-    if len(getattr(loss_fn, "weights", {})) == 0:
-        return lambda model: {}
+    """``pulls(model) -> {"within-class spread": s, "<term>": value, "|grad| <term>": pull}`` on one fixed P x K
+    batch of ``data`` (its own seed): the embeddings' spread around their class centres in eval mode
+    (:func:`dml_tutorial.metrics.within_class_spread`), and, for an :class:`~dml_tutorial.objective.Objective`
+    (its local loss alone included), each term's value and weighted pull (:func:`dml_tutorial.objective.term_pulls`)."""
     batch = next(iter(sampling.PKSampler(data.labels, p=p, k=k, seed=seed + 1)))
     x, y = stack(data, batch), torch.as_tensor(np.asarray(data.labels)[batch])
 
     def pulls(model):
         dev = next(model.parameters()).device
-        out = {}
-        for term, pull in objective.term_pulls(loss_fn, model, x.to(dev), y.to(dev)).items():
-            out.update({term: pull["value"], f"|grad| {term}": pull["grad"]})
+        was_training = model.training
+        model.eval()
+        with torch.no_grad():
+            out = {"within-class spread": metrics.within_class_spread(model(x.to(dev)), y.to(dev))}
+        model.train(was_training)
+        if hasattr(loss_fn, "parts"):
+            for term, pull in objective.term_pulls(loss_fn, model, x.to(dev), y.to(dev)).items():
+                out.update({term: pull["value"], f"|grad| {term}": pull["grad"]})
         return out
 
     return pulls
@@ -292,10 +296,9 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
 
     - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch,
       on at most ``cfg["curve_samples"]`` (default :data:`CURVE_SAMPLES`) samples of each split
-      (:func:`_curve_subset`), and for an objective of
-      several terms (:class:`~dml_tutorial.objective.Objective`) each term's value and its weighted gradient
-      norm at the embedding layer, "<term>" and "|grad| <term>", on one fixed P x K batch of the training data
-      (:func:`dml_tutorial.objective.term_pulls`);
+      (:func:`_curve_subset`), and on one fixed P x K batch of the training data the "within-class spread" and,
+      for an :class:`~dml_tutorial.objective.Objective`, each term's value and its weighted gradient norm at the
+      embedding layer, "<term>" and "|grad| <term>" (:func:`dml_tutorial.objective.term_pulls`);
     - ``noise`` corrupts the training labels as in :func:`corrupt`; ``fraction`` keeps only that random fraction
       of the training samples (:func:`subsample`); both follow ``seed``;
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained

@@ -151,6 +151,17 @@ def centroid_cosines(embeddings, labels) -> tuple[np.ndarray, np.ndarray]:
     return classes.cpu().numpy(), (unit @ unit.T).cpu().numpy()
 
 
+def within_class_spread(embeddings, labels) -> float:
+    """How far a class's embeddings lie from their centre: ``||z_i - mean of z's class||`` averaged over the samples
+    (a class of one sample adds 0). DCDL's chapter reads it per epoch beside its terms' pulls (issue #48)."""
+    z, y = check_embeddings(embeddings, labels)
+    z = z.double()
+    _, inverse = torch.unique(y, return_inverse=True)
+    sums = torch.zeros(int(inverse.max()) + 1, z.shape[1], dtype=z.dtype, device=z.device).index_add_(0, inverse, z)
+    counts = torch.bincount(inverse).to(z.dtype)
+    return float((z - (sums / counts[:, None])[inverse]).norm(dim=1).mean())
+
+
 def linear_probe_accuracy(train_embeddings, train_labels, test_embeddings, test_labels, seed: int = 0) -> float:
     """Accuracy of :func:`linear_probe` on the test labels (clean, while the train labels may be noisy)."""
     ze, ye = check_embeddings(test_embeddings, test_labels)

@@ -55,7 +55,9 @@ def test_train_and_probe_measures_and_repeats(splits, deterministic):
     last = curved.history.records[-1]
     assert last["|grad| W"] > 0 and last["|grad| L_Trip"] >= 0 and len(curved.history) == CFG["epochs"]
     alone = experiment.train_and_probe(splits, dcdl.dcdl_loss("trip", None), CFG, k=4, seed=1, curves=True)
-    assert set(alone.history.records[-1]) == {"epoch", "loss", "seconds"}  # one term: nothing to compare
+    last = alone.history.records[-1]  # the local loss alone: its value and pull, and the spread (issue #48)
+    assert set(last) == {"epoch", "loss", "seconds", "within-class spread", "L_Trip", "|grad| L_Trip"}
+    assert last["within-class spread"] > 0 and last["L_Trip"] >= 0
 
 
 def _fake_run(calls):

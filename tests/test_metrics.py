@@ -184,3 +184,18 @@ def test_per_class_accuracy_and_centroid_cosines_against_loops():
         for j in range(3):
             expected = float(means[i] @ means[j] / (means[i].norm() * means[j].norm()))
             assert cos[i, j] == pytest.approx(expected, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_within_class_spread_matches_a_loop(seed):
+    g = torch.Generator().manual_seed(seed)
+    z, y = torch.randn(23, 5, generator=g), torch.randint(0, 4, (23,), generator=g)
+    y[0] = 7  # a class of one sample: 0 from its own centre
+    distances = []
+    for i in range(len(y)):
+        centre = z[y == y[i]].double().mean(0)
+        distances.append(float((z[i].double() - centre).norm()))
+    assert metrics.within_class_spread(z, y) == pytest.approx(np.mean(distances), rel=1e-12)
+    assert metrics.within_class_spread(torch.ones(4, 3), torch.tensor([0, 0, 1, 1])) == 0.0  # collapsed classes
+    with pytest.raises(ValueError):
+        metrics.within_class_spread(z, y[:-1])
