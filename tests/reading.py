@@ -50,14 +50,16 @@ def _tables(text: str) -> int:
     return len(re.findall(r"^\|[-: |]+\|\s*$", text, flags=re.MULTILINE))
 
 
-def measure(notebook: Path) -> dict:
-    """``{"minutes", "prose", "output", "code", "figures", "tables"}`` of one stored chapter."""
+def measure(notebook: Path, folds: bool = True) -> dict:
+    """``{"minutes", "prose", "output", "code", "figures", "tables"}`` of one stored chapter; ``folds=False`` reads
+    it as the shared tool does (the text of closed dropdowns and the stderr streams counted as visible)."""
+    shown_of = unfolded if folds else (lambda text: text)
     cells = json.loads(Path(notebook).read_text())["cells"]
     n = dict.fromkeys(("prose", "output", "code", "figures", "tables"), 0)
     for c in cells:
         tags, source = set(c.get("metadata", {}).get("tags", [])), "".join(c["source"])
         if c["cell_type"] == "markdown":
-            shown = unfolded(source)
+            shown = shown_of(source)
             n["prose"] += _words(re.sub(r"\$\$.*?\$\$|\$[^$]*\$", " eq ", shown, flags=re.DOTALL))
             n["tables"] += _tables(shown)
             n["figures"] += len(re.findall(r"!\[|```\{figure|<img", shown))
@@ -69,7 +71,7 @@ def measure(notebook: Path) -> dict:
         if tags & HIDE_OUTPUT:
             continue
         for o in c.get("outputs", []):
-            if o.get("name") == "stderr":  # _config.yml's nb_output_stderr: remove (progress bars)
+            if o.get("name") == "stderr" and folds:  # _config.yml's nb_output_stderr: remove (progress bars)
                 continue
             data = o.get("data", {})
             if "image/png" in data or "image/svg+xml" in data:
@@ -78,7 +80,7 @@ def measure(notebook: Path) -> dict:
                 n["tables"] += 1
                 continue
             if "text/markdown" in data:
-                shown = unfolded("".join(data["text/markdown"]))
+                shown = shown_of("".join(data["text/markdown"]))
                 n["tables"] += _tables(shown)
                 n["output"] += _words(shown)
                 continue
@@ -95,6 +97,6 @@ if __name__ == "__main__":
 
     root = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
     for path in sorted(root.glob("notebooks/0*.ipynb")):
-        m = measure(path)
-        print(f"{path.name:32s} {m['minutes']:5.1f} min  prose {m['prose']} output {m['output']} code {m['code']} "
-              f"figures {m['figures']} tables {m['tables']}")
+        m, strict = measure(path), measure(path, folds=False)
+        print(f"{path.name:32s} {m['minutes']:5.1f} min ({strict['minutes']:4.1f} counting folded text)  prose "
+              f"{m['prose']} output {m['output']} code {m['code']} figures {m['figures']} tables {m['tables']}")

@@ -47,6 +47,24 @@ def test_each_chapter_reads_within_the_budget(stem):
 
 
 @pytest.mark.parametrize("stem", PAPERS)
+def test_each_chapter_reads_within_the_budget_by_the_shared_count_too(stem):
+    """The team's tool (../shared/tools/readtime.py) reads a closed dropdown's text and stderr as visible: the
+    budget holds by that count as well (#51), so that moving text into a dropdown does not buy time."""
+    m = measure(ROOT / "notebooks" / f"{stem}.ipynb", folds=False)
+    assert m["minutes"] <= BUDGET, f"{stem}: {m['minutes']:.1f} minutes counting folded text ({m})"
+
+
+def test_the_shared_count_reads_folded_text_and_stderr(tmp_path):
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": ":::{dropdown} T\n" + " ".join(["w"] * 180) + "\n:::"},
+             {"cell_type": "code", "metadata": {"tags": []}, "source": "", "outputs": [
+                 {"output_type": "stream", "name": "stderr", "text": " ".join(["e"] * 250)}]}]
+    path = tmp_path / "n.ipynb"
+    path.write_text(json.dumps({"cells": cells}))
+    folded, shown = measure(path), measure(path, folds=False)
+    assert (folded["prose"], folded["output"]) == (1, 0) and (shown["prose"], shown["output"]) == (182, 250)  # "dropdown" too
+
+
+@pytest.mark.parametrize("stem", PAPERS)
 def test_each_chapter_links_its_reproduction_notes_which_hold_the_reference_material(stem):
     """What a reproducer needs and a first reading does not (what each profile runs, the released code's settings,
     the paper-scale run, further runs) lives in book/notes.md, one section a chapter, which the chapter links."""
