@@ -128,6 +128,8 @@ def ecaml_loss(
         return ec_objective(z, y, batch) + fc_unit_norm * penalty
 
     loss.__name__ = ec_objective.__name__
+    # the terms objective.term_pulls compares (the metric loss and EC, not the penalty)
+    loss.parts, loss.weights = ec_objective.parts, ec_objective.weights
     return loss
 
 

@@ -6,7 +6,7 @@ import pytest
 import torch
 from scipy import stats
 
-from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, profiles, train
+from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, objective, profiles, train
 
 CFG = {"model": "mlp", "dim": 8, "dropout": 0.1, "epochs": 2, "lr": 1e-3, "lr_step": 1, "threads": 1}
 
@@ -298,6 +298,14 @@ def test_curves_of_an_objective_with_terms_record_each_terms_value_and_pull_with
     for key in ("Triplet", "energy_confusion", "|grad| Triplet", "|grad| energy_confusion"):
         values = with_curves.history[key]
         assert len(values) == CFG["epochs"] and all(v is not None and np.isfinite(v) and v >= 0 for v in values)
+    # EC as released, with the fc unit-norm penalty around the objective: its pulls are recorded too (they were not:
+    # the wrapper hid the objective's terms, and test bed II's first ECAML run recorded no share for it)
+    released = ecaml.ecaml_loss("binomial", 0.5, **ecaml.VARIANTS["released"])
+    wider = data.load_dataset("subclusters", split="classes", seed=0, num_classes=8, modes_per_class=2,
+                              samples_per_mode=20)  # 4 x 8 a batch: the released layer flags partners past 20
+    run = experiment.train_and_retrieve(wider, released, CFG, p=4, k=8, seed=0, curves=True)
+    share = objective.pull_share([run], "energy_confusion", "Binomial")
+    assert share.shape == (1, CFG["epochs"]) and np.isfinite(share).all() and (share > 0).all()
     without = experiment.train_and_retrieve(seen_unseen, loss, CFG, p=2, k=8, seed=0)
     assert "|grad| Triplet" not in without.history.records[-1]
     # the probe batch draws no random numbers of the training's: the same weights either way
