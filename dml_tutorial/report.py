@@ -535,7 +535,8 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
 
 def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> None:
     """A chapter's evidence on recorded runs of ``profile`` (the sweeps' results, committed), to read unfolded:
-    the tables its claims compare (:func:`compact_tables`). Displays Markdown; returns ``None``. :func:`details`
+    the tables its claims compare (:func:`compact_tables`); one line instead while the runs hold fewer seeds than a
+    word needs, or are superseded (:func:`superseded`). Displays Markdown; returns ``None``. :func:`details`
     shows the rest (the verdicts with their forest plot: the findings box draws every test bed's in one)."""
     from IPython.display import Markdown, display
 
@@ -549,6 +550,11 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
         display(Markdown(f"*{head}: these runs ({dataset}, {model}, {epochs} epochs, seeds "
                          f"{', '.join(map(str, seeds))}) give this chapter no words any more; their tables, verdicts "
                          "as they were and figures are in the next cell's output.*"))
+        return
+    if claims.CLAIMS.get(chapter) and len(seeds) < evidence.MIN_SEEDS:  # numbers only: nothing to read in view
+        display(Markdown(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))} so far: fewer "
+                         f"than the {evidence.MIN_SEEDS} seeds a word needs, so the tables wait in the next cell's "
+                         "output until the sweep records more.*"))
         return
     lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
               "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),

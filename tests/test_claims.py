@@ -431,3 +431,20 @@ def test_a_superseded_test_bed_gives_no_words_once_its_successor_has_runs(runs, 
     report.show("ecaml", "glyphs", tmp_path)
     (view,) = shown
     assert view.startswith("*Superseded by test bed II") and "| Triplet |" not in view
+
+
+def test_show_keeps_a_test_bed_with_too_few_seeds_for_words_folded(runs, tmp_path, monkeypatch):
+    """A chapter's section shows its tables in view once the runs can give words; with fewer seeds it says so in
+    one line and the numbers stay in the details (issue #51's budgets: a one-seed table decides nothing)."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", obj)))
+    (tmp_path / "ecaml").mkdir()
+    one = _run(runs[0]["tables"][0]["measured"], profile="glyphs2", seeds=(0,))
+    one["tables"][0]["measured"] = {row: {m: v[:1] for m, v in cols.items()} for row, cols in
+                                    one["tables"][0]["measured"].items()}
+    (tmp_path / "ecaml" / "glyphs2_seed-0.json").write_text(json.dumps(one))
+    report.show("ecaml", "glyphs2", tmp_path)
+    (view,) = shown
+    assert "seeds 0 so far: fewer than the 5 seeds" in view and "| Triplet |" not in view
