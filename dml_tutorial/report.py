@@ -480,6 +480,17 @@ def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict |
     return written + [page, claims_page]
 
 
+def _shown(path: Path) -> str:
+    """``path`` as a reader should see it: relative to the repository when inside it (the stored outputs then read
+    the same in every clone), else whole."""
+    from .chapters import REPOSITORY
+
+    try:
+        return str(Path(path).resolve().relative_to(REPOSITORY.resolve()))
+    except ValueError:
+        return str(path)
+
+
 def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True) -> tuple[tuple, list[dict]] | None:
     """The one group of recorded runs of ``chapter`` under ``profile`` (:func:`group`), or ``None``; with ``say``,
     shows where it looked while there is none (:func:`show` says it; :func:`details`, the cell under it, does not
@@ -488,7 +499,7 @@ def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True)
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
     if not runs and say:
-        display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{Path(results) / chapter}`. "
+        display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{_shown(Path(results) / chapter)}`. "
                          f"`dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml`, in a clone of the repository, "
                          "records it."))
     return next(iter(group(runs).items())) if runs else None  # one profile: one group

@@ -10,6 +10,7 @@ which the fresh one sees after its own packages (a ``.pth`` line), without the e
 
 import json
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -21,7 +22,10 @@ from pathlib import Path
 import pytest
 from conftest import ROOT
 
+from dml_tutorial import report
+
 CHAPTER = "07_noise_guarantees"  # a paper chapter with real-data sections and a findings box; about 1 min in smoke
+SHORT = CHAPTER.split("_", 1)[1]
 BUILD_INPUTS = ["pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE", "dml_tutorial", "data/results"]
 
 
@@ -92,7 +96,11 @@ def test_a_chapter_alone_runs_with_the_installed_wheel_and_shows_the_committed_f
     cells = json.loads((colab / "executed.ipynb").read_text())["cells"]
     shown = "\n".join("".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
                       for c in cells if c["cell_type"] == "code" for o in c.get("outputs", []))
-    assert "Not run yet" not in shown and "is recorded here" not in shown
+    assert "is recorded here" not in shown
+    unrun = set(re.findall(r"\*\*Not run yet\*\*: no `(\w+)` run", shown))
+    recorded = {r.get("profile") for r in report.load_runs(ROOT / "data" / "results") if r["chapter"] == SHORT}
+    assert not unrun & recorded, f"the wheel lost the committed runs of {unrun & recorded}"  # "not run" only if true
+    assert recorded - unrun, "no section shows a committed run"
     assert shown.count(":::{admonition} Findings") == 1
     assert "glyphs" in shown and "Fashion-MNIST" in shown  # the committed runs' scales, read from the wheel
     assert "supported" in shown or "contradicted" in shown  # their verdicts, not placeholders
