@@ -505,6 +505,30 @@ def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True)
     return next(iter(group(runs).items())) if runs else None  # one profile: one group
 
 
+def _claims_per_table(chapter: str, tables: dict) -> dict[str, int]:
+    """``{table: number of the chapter's claims comparing it}`` over the recorded ``tables``, in claim order."""
+    mine = [c.table for c in claims.CLAIMS.get(chapter, []) if c.table in tables]
+    return {t: mine.count(t) for t in dict.fromkeys(mine)}
+
+
+def headroom(chapter: str, runs: list[dict]) -> str:
+    """One sentence on the room a claimed gain has (#50: a baseline near 100 leaves a method little to add): in
+    the table most of the chapter's claims compare, the best compared row against the reference rows and 100,
+    means over seeds (:func:`claims.above_references`). ``""`` when nothing is compared."""
+    counts = _claims_per_table(chapter, merge_seeds(runs))
+    if not counts:
+        return ""
+    refs = claims.above_references(runs, chapter)
+    row = refs[refs["table"] == max(counts, key=counts.get)].head(1).to_dict("records")
+    if not row:
+        return ""
+    r = row[0]
+    return (f"In {r['table']} ({r['column']}), the best compared row ({r['best trained row']}) reaches "
+            f"{r['best trained']:.1f}%, against the raw input's {r['raw input']:.1f}% and the untrained network's "
+            f"{r['untrained network']:.1f}% (means): {100 - r['best trained']:.1f} points below 100, the most a "
+            "method could add to it.")
+
+
 def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
     """The evidence a reader needs in view, as Markdown: one compact table per test bed (#51), the recorded table
     that most of the chapter's claims compare, cut to the rows they compare, the reference rows and the columns
@@ -513,7 +537,7 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
     tables = merge_seeds(runs)
     mine = [c for c in claims.CLAIMS.get(chapter, []) if c.table in tables]
     keep = {t: (None, None) for t, (m, _) in tables.items() if all(r in m for r in REFERENCES)} if not mine else {}
-    counts = {t: sum(c.table == t for c in mine) for t in dict.fromkeys(c.table for c in mine)}
+    counts = _claims_per_table(chapter, tables)
     main = max(counts, key=counts.get) if counts else None  # max: the first of equal counts
     for c in mine:
         if c.table != main:
@@ -565,7 +589,7 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
     if claims.CLAIMS.get(chapter) and len(seeds) < evidence.MIN_SEEDS:  # numbers only: nothing to read in view
         display(Markdown(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))} so far: fewer "
                          f"than the {evidence.MIN_SEEDS} seeds a word needs, so the tables wait in the next cell's "
-                         "output until the sweep records more.*"))
+                         f"output until the sweep records more.* {headroom(chapter, members)}".rstrip()))
         return
     lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
               "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),

@@ -448,3 +448,7 @@ def test_show_keeps_a_test_bed_with_too_few_seeds_for_words_folded(runs, tmp_pat
     report.show("ecaml", "glyphs2", tmp_path)
     (view,) = shown
     assert "seeds 0 so far: fewer than the 5 seeds" in view and "| Triplet |" not in view
+    table = one["tables"][0]  # the room a gain has, read off the one seed's compared rows by hand
+    compared = {n for c in claims.CLAIMS["ecaml"] if c.table == table["table"] for n in (c.base, c.row)}
+    best = max(100 * cols["R@1"][0] for row, cols in table["measured"].items() if row in compared)
+    assert "(R@1), the best compared row" in view and f"reaches {best:.1f}%," in view and f"{100 - best:.1f} points below 100" in view
