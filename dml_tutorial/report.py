@@ -499,7 +499,8 @@ def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True)
 
     runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
     if not runs and say:
-        display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{_shown(Path(results) / chapter)}`. "
+        where = _shown(Path(results) / chapter)
+        display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{where}`. "
                          f"`dml-tutorial sweep data/sweeps/{chapter}-{profile}.yaml`, in a clone of the repository, "
                          "records it."))
     return next(iter(group(runs).items())) if runs else None  # one profile: one group

@@ -125,6 +125,19 @@ def test_a_chapter_with_no_record_anywhere_says_where_it_looked_instead_of_raisi
     assert shown.count("Not run yet") == 1 and str(tmp_path / "results" / "ecaml") in shown
 
 
+def test_not_run_yet_names_a_folder_of_the_repository_as_every_clone_reads_it(monkeypatch):
+    """The stored outputs are compared by nbval in clones at other paths (CI's is not the author's): inside the
+    repository the folder is named relative to it, never by the checkout's absolute path."""
+    import IPython.display
+
+    displayed = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: displayed.append(obj.data))
+    assert not [r for r in report.load_runs(report.RESULTS) if r["chapter"] == "ecaml" and r.get("profile") == "full"]
+    report.show("ecaml", "full", results=report.RESULTS)
+    (shown,) = displayed
+    assert "under `data/results/ecaml`." in shown and str(report.RESULTS) not in shown
+
+
 def test_a_record_without_its_notebook_is_a_chapter(tmp_path, monkeypatch):
     """What an installed wheel holds: the chapters' records, not their notebooks."""
     (tmp_path / "06_ecaml.results.json").write_text("{}")
