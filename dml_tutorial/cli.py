@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import ast
+import contextlib
 import itertools
 import json
 import os
@@ -26,9 +27,11 @@ import queue
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
@@ -202,6 +205,36 @@ def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Pat
     return cmd + _arguments(params), log
 
 
+class _Stop(Exception):
+    """The sweep was told to stop (SIGTERM, SIGINT)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum, self.name = signum, signal.Signals(signum).name
+
+
+@contextlib.contextmanager
+def _stopped_by_signals(running: set, stopping: threading.Event):
+    """While the sweep runs: SIGTERM or SIGINT stops every run in progress (SIGTERM to its process group), starts
+    no more and raises :class:`_Stop`; a run left alone would go on training, and its kernel with it."""
+    def stop(signum, frame):
+        stopping.set()
+        for child in list(running):
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(child.pid, signal.SIGTERM)
+        raise _Stop(signum)
+
+    if threading.current_thread() is not threading.main_thread():  # signals reach only the main thread
+        yield
+        return
+    before = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+    try:
+        yield
+    finally:
+        for s, handler in before.items():
+            signal.signal(s, handler)
+
+
 def _sweep(args, parser) -> int:
     try:
         spec = load_grid(args.grid)
@@ -223,6 +256,7 @@ def _sweep(args, parser) -> int:
     free = queue.Queue()
     for d in devices:
         free.put(d)
+    running, stopping = set(), threading.Event()  # the runs in progress; set once the sweep is told to stop
 
     def one(rid, params):
         device = free.get()
@@ -230,19 +264,35 @@ def _sweep(args, parser) -> int:
             cmd, log = _command(chapter, rid, params, args)
             env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
             with open(log, "w") as f:
-                return subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, check=False).returncode, log
+                if stopping.is_set():
+                    return None, log  # told to stop before this point started: it stays pending
+                # its own process group, so that a stop reaches the run (whose kernel follows its parent)
+                child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+                running.add(child)
+                if stopping.is_set():  # the stop came between the start and the line above
+                    os.killpg(child.pid, signal.SIGTERM)
+                try:
+                    return child.wait(), log
+                finally:
+                    running.discard(child)
         finally:
             free.put(device)
 
     from tqdm import tqdm
 
-    failed = []
-    with ThreadPoolExecutor(len(devices)) as pool:
-        futures = {pool.submit(one, rid, p): rid for rid, p in todo}
-        for future in tqdm(as_completed(futures), total=len(futures), desc=f"sweep {chapter}", file=sys.stderr):
-            code, log = future.result()
-            if code:
-                failed.append(f"{futures[future]} (exit {code}, log: {log})")
+    failed, done = [], 0
+    try:
+        with _stopped_by_signals(running, stopping), ThreadPoolExecutor(len(devices)) as pool:
+            futures = {pool.submit(one, rid, p): rid for rid, p in todo}
+            for future in tqdm(as_completed(futures), total=len(futures), desc=f"sweep {chapter}", file=sys.stderr):
+                code, log = future.result()
+                done += code == 0
+                if code:
+                    failed.append(f"{futures[future]} (exit {code}, log: {log})")
+    except _Stop as stop:
+        print(f"{chapter}: stopped by {stop.name}; {done} of {len(todo)} runs finished, the runs in progress were "
+              "stopped (their logs kept); the same command resumes", file=sys.stderr)
+        return 128 + stop.signum
     if failed:
         print(f"error: {len(failed)} of {len(todo)} runs failed:\n  " + "\n  ".join(failed), file=sys.stderr)
         return 1

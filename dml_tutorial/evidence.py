@@ -40,6 +40,8 @@ NO_VERDICT = "no verdict"
 #: data: their Bonferroni multipliers reach 13 standard errors, so a word there carries no information).
 MIN_SEEDS = 5
 PIPELINE_PROFILES = ("smoke",)
+#: How :func:`decides` names a pipeline check in its reason.
+PIPELINE_CHECK = "a pipeline check"
 
 
 def paired(a, b, confidence: float = 0.95) -> dict:
@@ -111,7 +113,7 @@ def decides(profile: str | None, seeds: int) -> tuple[bool, str]:
     """Whether a run of ``profile`` over ``seeds`` seeds decides words at all: ``(False, reason)`` for a pipeline
     check (:data:`PIPELINE_PROFILES`, or fewer than :data:`MIN_SEEDS` seeds), where only the numbers are shown."""
     if profile in PIPELINE_PROFILES:
-        return False, f"{profile} profile, n = {seeds}: a pipeline check, no verdict"
+        return False, f"{profile} profile, n = {seeds}: {PIPELINE_CHECK}, no verdict"
     if seeds < MIN_SEEDS:
         return False, f"n = {seeds}, fewer than {MIN_SEEDS} seeds: no verdict"
     return True, ""

@@ -2,8 +2,11 @@
 failures), report, and the installed ``dml-tutorial`` script."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import nbformat
@@ -12,12 +15,16 @@ import pytest
 from dml_tutorial import chapters, cli
 from dml_tutorial.profiles import PROFILE_NAMES
 
-PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False'
+PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""'
 BODY = """import os
+import time
 
 from dml_tutorial import report
 if FAIL:
     raise RuntimeError("asked to fail")
+if HOLD:  # a long training: say who runs it (the kernel and its parent, the run), then wait
+    open(HOLD, "w").write(f"{os.getpid()} {os.getppid()}")
+    time.sleep(300)
 cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
 report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
               device="cpu")
@@ -122,6 +129,42 @@ def test_sweep_gives_each_parallel_run_one_gpu(folder):
                      "--output", str(folder / "runs")]) == 0
     visible = [json.loads(f.read_text())["tables"][1]["table"] for f in sorted((results / "toy").glob("*.json"))]
     assert len(visible) == 4 and set(visible) == {"GPUs visible: 5", "GPUs visible: 7"}  # two at a time
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" if Path("/proc").exists() else True
+
+
+def test_a_stopped_sweep_stops_its_run_and_kernel_and_resumes_later(folder):
+    """Killing the sweep used to leave its run (and the run's kernel) training in the background. SIGINT (Ctrl-C)
+    has the same handler as the SIGTERM sent here."""
+    hold = folder / "hold"
+    grid = _grid(folder, f"chapter: toy\nprofile: smoke\nparameters: {{HOLD: '{hold}'}}\ngrid:\n  SEED: [0, 1]\n")
+    sweep = subprocess.Popen([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--results",
+                              str(folder / "results"), "--output", str(folder / "runs")],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not (hold.exists() and hold.read_text()) and sweep.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert hold.exists(), sweep.communicate(timeout=30)
+    kernel, run = map(int, hold.read_text().split())
+    sweep.send_signal(signal.SIGTERM)
+    err = sweep.communicate(timeout=60)[1]
+    assert sweep.returncode == 128 + signal.SIGTERM
+    assert "stopped by SIGTERM; 0 of 2 runs finished" in err and "resumes" in err
+    deadline = time.monotonic() + 30
+    while (_alive(run) or _alive(kernel)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not _alive(run) and not _alive(kernel)
+    assert not (folder / "results" / "toy").exists() or not list((folder / "results" / "toy").glob("*.json"))
+    hold.unlink()
+    status = subprocess.run([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--status", "--results",
+                             str(folder / "results")], capture_output=True, text=True, check=True).stdout.splitlines()
+    assert [line.rsplit("_", 1)[1] for line in status] == ["seed-0: pending", "seed-1: pending"]  # resumable
 
 
 def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):

@@ -145,7 +145,7 @@ def test_a_record_without_its_notebook_is_a_chapter(tmp_path, monkeypatch):
     assert chapters(tmp_path) == {"toy": tmp_path / "01_toy.ipynb", "ecaml": tmp_path / "06_ecaml.ipynb"}
 
 
-def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_without_words(runs):  # noqa: F811
+def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_and_a_short_sweep_as_a_first_look(runs):  # noqa: F811
     smoke = claims.assess("ecaml", [{**runs[0], "profile": "smoke", "seeds": [0, 1, 2]}])
     assert set(smoke["verdict"]) == {"no verdict"} and smoke["reason"].str.startswith("smoke profile, n = 5").all()
     frames = {"smoke (digits, MNIST-1D)": smoke, "glyphs": claims.assess("ecaml", runs)}
@@ -156,6 +156,12 @@ def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_without_words(runs): 
     note = findings.gate_notes(frames)[0]
     assert note == "- smoke (digits, MNIST-1D): smoke profile, n = 5: a pipeline check, no verdict; the numbers show " \
                    "that the pipeline runs."
+    one = {row: {"R@1": v["R@1"][:1]} for row, v in runs[0]["tables"][0]["measured"].items()}
+    few = claims.assess("ecaml", [_run(one, profile="glyphs2", seeds=(0,))])
+    assert set(few["verdict"]) == {"no verdict"}
+    note = findings.gate_notes({"test bed II": few})[0]  # a real test bed whose sweep is under way: no smoke words
+    assert note == ("- test bed II: n = 1, fewer than 5 seeds: no verdict; the numbers are a first look; the words "
+                    "come once 5 seeds are recorded.")
     session = claims.assess("ecaml", [{"chapter": "ecaml", "tables": runs[0]["tables"]}], profile="smoke")
     assert set(session["verdict"]) == {"no verdict"}  # a kernel's own run carries no profile: the caller's counts
 
