@@ -216,9 +216,9 @@ def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), 
 def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # (+ toplines), the skew run, runs from a
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)  # pretrained start, recipes,
-    rates = 3 * len(cfg.get("lr_candidates") or [])  # on the validation split: fewer images, as many steps
-    if rates:  # (test bed II: the marginal loss's beta at the chosen rate)
-        rates += len(cfg.get("beta_candidates") or [])
+    lrs, betas = len(cfg.get("lr_candidates") or []), len(cfg.get("beta_candidates") or [])
+    rates = (2 + (betas or 1)) * lrs  # on the validation split (fewer images, as many steps); test bed II: the
+    # marginal loss at every beta at every rate
     recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate
     out = [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
            (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
