@@ -120,11 +120,24 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
-            "device": first["device"],
+            "device": first["device"], **start_of(first["settings"]),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],
             **({"figures": figures} if figures else {})}
+
+
+def start_of(settings: dict) -> dict:
+    """``{"start_sha256": ...}``: the SHA-256 of the pretrained start the run loaded (``settings["start"]``, its
+    record under ``data/pretrained/``), or ``{}`` where it names none. A start is built on the machine that runs
+    it and another CPU family rounds differently, so two machines' starts differ; the run file says which it had."""
+    name = settings.get("start")
+    if not name:
+        return {}
+    from .pretrain import start_paths
+
+    record = start_paths(name)[1]
+    return {"start_sha256": json.loads(record.read_text())["sha256"] if record.exists() else None}
 
 
 def load_runs(folder: Path = RESULTS) -> list[dict]:

@@ -7,6 +7,7 @@ import subprocess
 import numpy as np
 import pandas as pd
 import pytest
+import torch
 import yaml
 from conftest import ROOT
 
@@ -84,6 +85,24 @@ def test_run_file_describes_the_run(tmp_path):
     assert both["seeds"] == [0, 1, 2] and [t["seeds"] for t in both["tables"]] == [[1], [0, 1, 2]]
     page = "\n".join(report._section(("full", "cifar10", "vgg9", 1), [both]))
     assert "seeds 0, 1, 2" in page and "mean ± std over seeds 1." in page and "over seeds 0, 1, 2." in page
+
+
+def test_a_run_file_names_the_start_its_runs_loaded(tmp_path, monkeypatch):
+    from dml_tutorial import data, pretrain
+
+    monkeypatch.setattr(data, "DATA_ROOT", tmp_path)
+    recorded = tmp_path / "tables.jsonl"
+    recorded.write_text(json.dumps({"table": "T", "seeds": [0], "device": "cpu", "settings": {**CFG, "start": "glyphs2"},
+                                    "measured": {}, "paper": {}}) + "\n")
+    assert report.run_file("cbswr", {}, recorded, "cmd", 1.0)["start_sha256"] is None  # not built here
+    state = {"trunk.w": torch.arange(6.0).reshape(2, 3)}
+    record = pretrain.start_paths("glyphs2")[1]
+    record.parent.mkdir()
+    record.write_text(json.dumps({"sha256": pretrain.weights_sha256(state)}))
+    sha = report.run_file("cbswr", {}, recorded, "cmd", 1.0)["start_sha256"]
+    assert len(sha) == 64 and sha == pretrain.weights_sha256({"trunk.w": torch.arange(6.0).reshape(2, 3)})
+    assert sha != pretrain.weights_sha256({"trunk.w": torch.arange(6.0).reshape(3, 2)})
+    assert "start_sha256" not in report.run_file("dcdl", {}, recorded.with_name("none.jsonl"), "cmd", 1.0)
 
 
 def test_seeds_merge_and_a_rerun_replaces_its_seed():
