@@ -273,7 +273,8 @@ def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple =
     if frame is None or claim not in set(frame["claim"]):
         return "not run yet"
     r = frame[frame["claim"] == claim].iloc[0].to_dict()
-    numbers = f"({r['ours']:+.1f}, {r['low']:+.1f} to {r['high']:+.1f})"
+    numbers = f"({r['ours']:+.1f}, {r['low']:+.1f} to {r['high']:+.1f})" if r["seeds"] > 1 else \
+        f"({r['ours']:+.1f}, one seed: no interval)"  # not "+3.6 to +3.6", which reads as certainty
     if r["verdict"] == evidence.NO_VERDICT:
         return f"n = {r['seeds']}, no verdict {numbers}"
     decisive = r["verdict"] in claims.DECISIVE

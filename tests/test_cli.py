@@ -1,6 +1,7 @@
 """The command line on a tiny chapter folder: run (results file, failing cell, bad input), sweep (resumes, reports
 failures), report, and the installed ``dml-tutorial`` script."""
 
+import contextlib
 import json
 import os
 import signal
@@ -139,6 +140,18 @@ def _alive(pid: int) -> bool:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z" if Path("/proc").exists() else True
 
 
+def _kill(sweep, hold):
+    """Kill what a sweep test started, wherever it stopped: the sweep and its run's process group (the run is the
+    leader of a new session, and its kernel is in the group)."""
+    if sweep.poll() is None:
+        sweep.kill()
+        sweep.communicate(timeout=30)
+    pids = hold.read_text().split() if hold.exists() else []
+    if len(pids) == 2:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(int(pids[1]), signal.SIGKILL)
+
+
 def test_a_stopped_sweep_stops_its_run_and_kernel_and_resumes_later(folder):
     """Killing the sweep used to leave its run (and the run's kernel) training in the background. SIGINT (Ctrl-C)
     has the same handler as the SIGTERM sent here."""
@@ -147,20 +160,23 @@ def test_a_stopped_sweep_stops_its_run_and_kernel_and_resumes_later(folder):
     sweep = subprocess.Popen([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--results",
                               str(folder / "results"), "--output", str(folder / "runs")],
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while not (hold.exists() and hold.read_text()) and sweep.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert hold.exists(), sweep.communicate(timeout=30)
-    kernel, run = map(int, hold.read_text().split())
-    sweep.send_signal(signal.SIGTERM)
-    err = sweep.communicate(timeout=60)[1]
-    assert sweep.returncode == 128 + signal.SIGTERM
-    assert "stopped by SIGTERM; 0 of 2 runs finished" in err and "resumes" in err
-    deadline = time.monotonic() + 30
-    while (_alive(run) or _alive(kernel)) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    assert not _alive(run) and not _alive(kernel)
-    assert not (folder / "results" / "toy").exists() or not list((folder / "results" / "toy").glob("*.json"))
+    try:
+        deadline = time.monotonic() + 120
+        while not (hold.exists() and hold.read_text()) and sweep.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert hold.exists(), sweep.communicate(timeout=30)
+        kernel, run = map(int, hold.read_text().split())
+        sweep.send_signal(signal.SIGTERM)
+        err = sweep.communicate(timeout=60)[1]
+        assert sweep.returncode == 128 + signal.SIGTERM
+        assert "stopped by SIGTERM; 0 of 2 runs finished" in err and "resumes" in err
+        deadline = time.monotonic() + 30
+        while (_alive(run) or _alive(kernel)) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not _alive(run) and not _alive(kernel)
+        assert not (folder / "results" / "toy").exists() or not list((folder / "results" / "toy").glob("*.json"))
+    finally:  # a failed assertion must not leave the toy run sleeping in the background
+        _kill(sweep, hold)
     hold.unlink()
     status = subprocess.run([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--status", "--results",
                              str(folder / "results")], capture_output=True, text=True, check=True).stdout.splitlines()

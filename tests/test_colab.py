@@ -9,6 +9,9 @@ import tomllib
 import yaml
 from conftest import ROOT
 
+from dml_tutorial.chapters import chapters
+from dml_tutorial.profiles import CHAPTERS
+
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 URL = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
 
@@ -28,6 +31,10 @@ def test_parameters_cell(path):
     src = "".join(cells[0]["source"])
     for name, value in (("PROFILE", '"auto"'), ("SEED", None), ("DEVICE", '"auto"')):
         assert re.search(rf"^{name} = {value or ''}", src, re.MULTILINE), f"{name} default missing"
+    listed = re.search(r'^PROFILE = "auto"  # (.*)$', src, re.MULTILINE)
+    chapter = next((c for c, p in chapters().items() if p == path), None)
+    if listed and chapter in CHAPTERS:  # the comment names every profile the chapter has, no other
+        assert set(re.findall(r'"(\w+)"', listed[1])) == {"auto", *CHAPTERS[chapter]}, listed[1]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
