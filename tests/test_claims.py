@@ -459,18 +459,17 @@ def test_a_one_seed_cell_gives_no_interval(runs, tmp_path):
     """One seed has no spread: the verdict table says so instead of an interval "+3.6 to +3.6", which reads as
     certainty; with two seeds the cell carries the interval again."""
     (tmp_path / "ecaml").mkdir()
-    one = _run(runs[0]["tables"][0]["measured"], profile="glyphs2", seeds=(0,))
-    one["tables"][0]["measured"] = {row: {m: v[:1] for m, v in cols.items()} for row, cols in
-                                    one["tables"][0]["measured"].items()}
-    (tmp_path / "ecaml" / "glyphs2_seed-0.json").write_text(json.dumps(one))
-    cells = verdict_cells(report.verdicts_page(report.load_runs(tmp_path), {"ecaml": tmp_path / "06_ecaml.ipynb"}))
-    mine = [cell for (_, scale), cell in cells.items() if scale == "glyphs2" and cell != "not run yet"]
-    assert mine and all(cell.startswith("n = 1, no verdict (") and cell.endswith(", one seed: no interval)")
-                        for cell in mine), mine
-    two = _run(runs[0]["tables"][0]["measured"], profile="glyphs2", seeds=(0, 1))
-    two["tables"][0]["measured"] = {row: {m: v[:2] for m, v in cols.items()} for row, cols in
-                                    two["tables"][0]["measured"].items()}
-    (tmp_path / "ecaml" / "glyphs2_seed-0.json").write_text(json.dumps(two))
-    cells = verdict_cells(report.verdicts_page(report.load_runs(tmp_path), {"ecaml": tmp_path / "06_ecaml.ipynb"}))
-    mine = [cell for (_, scale), cell in cells.items() if scale == "glyphs2" and cell != "not run yet"]
-    assert mine and all(" to " in cell and "no interval" not in cell for cell in mine), mine
+
+    def cells_with(n):  # ECAML's test bed II cells with the first n seeds of the fixture's run recorded
+        run = _run(runs[0]["tables"][0]["measured"], profile="glyphs2", seeds=tuple(range(n)))
+        run["tables"][0]["measured"] = {row: {m: v[:n] for m, v in cols.items()} for row, cols in
+                                        run["tables"][0]["measured"].items()}
+        (tmp_path / "ecaml" / "glyphs2_seed-0.json").write_text(json.dumps(run))
+        page = report.verdicts_page(report.load_runs(tmp_path), {"ecaml": tmp_path / "06_ecaml.ipynb"})
+        return [cell for (_, scale), cell in verdict_cells(page).items() if scale == "glyphs2" and cell != "not run yet"]
+
+    one = cells_with(1)
+    assert one and all(cell.startswith("n = 1, no verdict (") and cell.endswith(", one seed: no interval)")
+                       for cell in one), one
+    two = cells_with(2)
+    assert two and all(" to " in cell and "no interval" not in cell for cell in two), two
