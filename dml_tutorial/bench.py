@@ -184,6 +184,22 @@ def choose(results: dict, metric: str = "MAP@R") -> dict:
     return {name: value for name, (value, _) in best.items()}
 
 
+def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
+    """``{name: (value, lr)}``: each method's choice read back from a recorded search table (the chapter's
+    "Search: MAP@R on the validation classes", rows ``"<name>, <knob> = <value>[, lr <rate>]"``), the row with
+    the highest mean ``metric`` over seeds, as :func:`choose` picked it (ties: the first row); ``lr`` is ``None``
+    where the search tried no rates."""
+    best = {}
+    for row, columns in table.items():
+        row, _, lr = row.partition(", lr ")
+        head, value = row.rsplit(" = ", 1)
+        name = head.rsplit(", ", 1)[0]  # a name may hold commas ("Triplet, random semi-hard"); a knob does not
+        mean = float(np.mean(columns[metric]))
+        if name not in best or mean > best[name][2]:
+            best[name] = (float(value), float(lr) if lr else None, mean)
+    return {name: (value, lr) for name, (value, lr, _) in best.items()}
+
+
 def shared_rate(fits: dict, rates, metric: str = "R@1") -> tuple[float, dict]:
     """One learning rate for several methods, chosen on a validation split (:func:`validation_split`), so that
     the methods are compared at one rate (the noise chapter's arms, ECAML's losses from the pretrained start).

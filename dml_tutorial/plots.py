@@ -5,8 +5,10 @@ One palette for the whole book (``PALETTE``, colour-blind safe) so that class 3 
 
 from __future__ import annotations
 
+import collections
 import html
 import re
+import sys
 import textwrap
 import warnings
 
@@ -34,10 +36,33 @@ def project_2d(embeddings, method: str = "t-SNE", seed: int = 0) -> np.ndarray:
     if method == "UMAP":
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # umap warns that random_state disables parallelism
-            import umap
-
-            return umap.UMAP(n_neighbors=15, random_state=seed).fit_transform(z)
+            return umap_module().UMAP(n_neighbors=15, random_state=seed).fit_transform(z)
     raise ValueError(f"unknown projection {method!r}; use 't-SNE' or 'UMAP'")
+
+
+def umap_module():
+    """umap-learn, with numba's on-disk cache switched on for its compiled functions and pynndescent's. umap-learn
+    compiles most of them without ``cache=True``, so every new Python process (each chapter's kernel, each test
+    worker) compiled them again before its first projection; cached, a later process loads the machine code
+    (``benchmarks/bench_umap_cache.py`` times both and checks the projection unchanged). A Python function that
+    umap compiles twice (``layouts``: with and without ``parallel``) is left uncached, since numba's cache keys an
+    entry by function and signature, not by those options. The cache lives where numba puts it (``__pycache__``
+    beside umap's files, or ``NUMBA_CACHE_DIR``); with nowhere to write, everything compiles as before."""
+    import numba.core.caching
+    import numba.core.dispatcher
+    import umap
+
+    found = {id(f): f for name, module in list(sys.modules.items())  # by id: a module may re-export a function
+             if module is not None and name.split(".")[0] in ("umap", "pynndescent")
+             for f in list(vars(module).values()) if isinstance(f, numba.core.dispatcher.Dispatcher)}.values()
+    jitted = collections.Counter(id(f.py_func) for f in found)
+    for f in found:
+        if jitted[id(f.py_func)] == 1 and isinstance(f._cache, numba.core.caching.NullCache):
+            try:
+                f.enable_caching()
+            except RuntimeError:  # numba: "no locator available" (nowhere writable)
+                pass
+    return umap
 
 
 def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):

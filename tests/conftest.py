@@ -1,8 +1,23 @@
+import os
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+#: What each pytest-xdist worker, and every kernel or process it starts, computes with: one thread.
+ONE_THREAD = {"DML_TUTORIAL_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+
+
+def pytest_configure(config):
+    """Under pytest-xdist with several workers (`make test`: two on two cores), every worker trains, and starts its
+    kernels and subprocesses, with one thread (issue #47): two workers of two OpenMP threads each on two cores spin
+    against each other, as two nbval kernels did several times slower (notebooks/conftest.py). A test that needs
+    more threads sets them itself (tests/test_discrepancy.py, tests/test_train.py)."""
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) > 1:
+        import torch
+
+        os.environ.update(ONE_THREAD)
+        torch.set_num_threads(1)
 
 
 @pytest.fixture

@@ -152,6 +152,18 @@ def test_choose_keeps_the_best_mean_and_the_first_candidate_on_a_tie():
     assert bench.choose(results) == {"A": 0.1, "B": 1.0}
 
 
+def test_the_recorded_search_gives_back_what_choose_picked():
+    """The search table as the chapter records it (names with commas, rows with and without a rate) read back
+    into each method's value and rate: the best mean, the first row on a tie, as :func:`bench.choose` picks."""
+    table = {"Triplet, random semi-hard, margin = 0.2, lr 0.0003": {"MAP@R": [0.5, 0.7]},
+             "Triplet, random semi-hard, margin = 0.1, lr 0.001": {"MAP@R": [0.65, 0.65]},  # mean 0.65 > 0.6
+             "Triplet, random semi-hard, margin = 0.1, lr 0.0003": {"MAP@R": [0.6, 0.7]},  # 0.65 again: later
+             "Triplet + L^W, sinkhorn = 0.01, lr 0.001": {"MAP@R": [0.3]},
+             "SME, tau = 0.1": {"MAP@R": [0.2]}, "SME, tau = 0.05": {"MAP@R": [0.25]}}
+    assert bench.recorded_choice(table) == {"Triplet, random semi-hard": (0.1, 0.001),
+                                            "Triplet + L^W": (0.01, 0.001), "SME": (0.05, None)}
+
+
 def test_shared_rate_takes_the_best_mean_over_the_methods_and_the_first_rate_on_a_tie():
     # A's best single run is at 1e-3 (0.9), but the mean over A and B is best at 1e-4: (0.8 + 0.6) / 2 = 0.7
     # against (0.9 + 0.1) / 2 = 0.5; 3e-4 ties 1e-4 and comes later, so 1e-4 stays

@@ -2,6 +2,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+from pathlib import Path
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
@@ -22,6 +24,23 @@ def test_embedding_plots_side_by_side_with_legend():
     # each class keeps its palette colour in both panels
     colours = [tuple(np.round(c.get_facecolor()[0][:3], 3)) for c in fig.axes[0].collections]
     assert tuple(np.round(plots.PALETTE[0], 3)) in colours
+
+
+def test_umaps_compiled_functions_go_through_numbas_cache():
+    """umap-learn's numba functions compile into numba's on-disk cache (issue #47: each kernel and test worker
+    compiled them again, about 15 s each), except one Python function jitted twice with other options, which one
+    cache entry cannot tell apart."""
+    from numba.core.caching import FunctionCache, NullCache
+
+    umap = plots.umap_module()
+    plots.project_2d(torch.randn(40, 4, generator=torch.Generator().manual_seed(0)), "UMAP")
+    fit = umap.umap_.smooth_knn_dist  # compiled by every fit
+    assert isinstance(fit._cache, FunctionCache)
+    assert fit.stats.cache_hits or fit.stats.cache_misses  # loaded from the cache, or compiled and saved there
+    assert any(Path(fit.stats.cache_path).glob("*smooth_knn_dist*.nbi"))
+    twice = (umap.layouts._nb_optimize_layout_euclidean_single_epoch,
+             umap.layouts._nb_optimize_layout_euclidean_single_epoch_parallel)
+    assert twice[0].py_func is twice[1].py_func and all(isinstance(f._cache, NullCache) for f in twice)
 
 
 @pytest.mark.parametrize("names, shown", [(["T-shirt/top", "Trouser", "Pullover"], ["T-shirt/top", "Trouser", "Pullover"]),

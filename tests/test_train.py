@@ -101,11 +101,25 @@ class _Threads(torch.utils.data.Dataset):
 
 
 def test_loader_workers_use_one_thread_each_and_leave_the_trainers_alone():
+    threads = torch.get_num_threads()
     torch.set_num_threads(2)
-    seen = torch.cat([x for x, _ in train.loader(_Threads(), num_workers=2, batch_size=1)])
-    assert seen.tolist() == [1, 1, 1, 1]  # not one thread per core in each of the two workers
-    assert torch.get_num_threads() == 2
+    try:
+        seen = torch.cat([x for x, _ in train.loader(_Threads(), num_workers=2, batch_size=1)])
+        assert seen.tolist() == [1, 1, 1, 1]  # not one thread per core in each of the two workers
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(threads)  # the test worker's own count (tests/conftest.py)
     assert train.loader(_Threads(), num_workers=0).worker_init_fn is None
+
+
+def test_each_test_worker_computes_with_one_thread():
+    """Under `make test`'s two pytest-xdist workers, each worker and what it starts use one thread
+    (tests/conftest.py), so the two never oversubscribe the two cores."""
+    from conftest import ONE_THREAD
+
+    if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
+        pytest.skip("only under several pytest-xdist workers")
+    assert torch.get_num_threads() == 1 and all(os.environ[k] == v for k, v in ONE_THREAD.items())
 
 
 def test_batch_norm_recalibration_takes_the_statistics_of_the_data():
