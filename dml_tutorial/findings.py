@@ -11,6 +11,7 @@ paper claims, why the result reads as it does) are the chapter's, below, and hol
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from . import claims, evidence, plots, registry, report
@@ -120,30 +121,97 @@ def scale_frames(chapter: str, cfg: dict | None = None, session: dict | None = N
     return {heads[p]: f for p, f in frames.items() if p in heads and f is not None and not f.empty}
 
 
+def _pipeline_check(frame) -> bool:
+    """Whether a scale's frame is a smoke run: numbers that show the pipeline runs, never words."""
+    return (frame["verdict"] == evidence.NO_VERDICT).all() and evidence.PIPELINE_CHECK in frame["reason"].iloc[0]
+
+
+def _first_look(frame) -> bool:
+    """Whether a scale's frame is a real test bed with too few seeds for any word yet (a sweep under way)."""
+    return (frame["verdict"] == evidence.NO_VERDICT).all() and not _pipeline_check(frame)
+
+
+def _marks(frame) -> set:
+    """The registrations (:func:`dml_tutorial.registry.mark`) of a frame's words: ``{""}`` where all were
+    registered before their runs, one ``", post hoc after <commit>"`` where all were decided by the same early run."""
+    worded = frame[frame["verdict"] != evidence.NO_VERDICT]
+    return set(worded["registration"]) if "registration" in worded else {""}
+
+
 def summary(frames: dict) -> str:
-    """The claims against the scales as a narrow Markdown table: the verdict and our gain in points."""
-    scales = list(frames)
-    names = list(dict.fromkeys(c for f in frames.values() for c in f["claim"]))
-    lines = ["| claim | " + " | ".join(scales) + " |", "|---" * (1 + len(scales)) + "|"]
+    """The claims against the test beds as a narrow Markdown table: the word and our gain in points, then a line
+    that says which words are post hoc and after which run. A smoke run (a pipeline check) gets no column; a test
+    bed with too few seeds shows its gains without words ("first look"); a test bed whose words are all post hoc
+    says so once, in its heading, rather than in every cell."""
+    shown = {s: f for s, f in frames.items() if not _pipeline_check(f)}
+    if not shown:
+        return ""
+    heads, shared, late = [], set(), {}
+    for scale, frame in shown.items():
+        marks = _marks(frame)
+        for mark in marks - {""}:
+            late.setdefault(mark.rsplit(" ", 1)[-1], []).append(SHORT.get(scale, scale))
+        if _first_look(frame):
+            heads.append(f"{scale}, first look (n = {frame['seeds'].max()})")
+        elif len(marks) == 1 and marks != {""}:
+            shared.add(scale)
+            heads.append(f"{scale}, *post hoc*")
+        else:
+            heads.append(scale)
+    names = list(dict.fromkeys(c for f in shown.values() for c in f["claim"]))
+    lines = ["| claim | " + " | ".join(heads) + " |", "|---" * (1 + len(heads)) + "|"]
     for name in names:
         cells = []
-        for frame in frames.values():
+        for scale, frame in shown.items():
             hit = frame[frame["claim"] == name]
             r = hit.iloc[0].to_dict() if len(hit) else None
-            cells.append("–" if r is None else f"n = {r['seeds']}, no verdict ({r['ours']:+.1f})"
-                         if r["verdict"] == evidence.NO_VERDICT else f"**{claims.verdict_text(r)}** ({r['ours']:+.1f})")
+            if r is None:
+                cells.append("–")
+            elif r["verdict"] == evidence.NO_VERDICT:
+                cells.append(f"{r['ours']:+.1f}" if _first_look(frame) else
+                             f"n = {r['seeds']}, no verdict ({r['ours']:+.1f})")
+            else:
+                mark = "" if scale in shared or not r.get("registration") else ", post hoc"
+                cells.append(f"**{claims.verdict_text({**r, 'registration': mark})}** ({r['ours']:+.1f})")
         lines.append(f"| {plots.label_tex(name)} | " + " | ".join(cells) + " |")
+    if late:
+        runs = "; ".join(f"{commit} on {' and '.join(where)}" for commit, where in late.items())
+        lines += ["", (f"*Post hoc*: decided by a run made before the claim was registered (the first such run: "
+                       f"{runs}; {{doc}}`the registry </book/results/registry>`).")]
     return "\n".join(lines)
+
+
+def _split(reason: str) -> tuple[str, str]:
+    """A gate reason (:func:`dml_tutorial.evidence.gate`) as its test and its numbers: ``("the trained control is
+    not shown to beat the raw input by 2 points", "-17.5 (98.8% CI -19.5 to -15.6)")``; a reason without numbers
+    is all test."""
+    found = re.fullmatch(r"(.*?) \(([+-][\d.]+), (.*?% CI .*?)\)(.*)", reason)
+    return (found[1], f"{found[2]} ({found[3]}){found[4]}") if found else (reason, "")
+
+
+def _withheld(rows: list[dict], named: bool) -> str:
+    """The sentence for the clear differences the gate keeps from a word (a claim *not testable here* whose
+    adjusted interval excludes 0): what each measured, named where a note covers several claims."""
+    clear = [r for r in rows if r["low"] > 0 or r["high"] < 0]
+    parts = [f"a clear {'gain' if r['low'] > 0 else 'loss'} ({r['ours']:+.1f} points, "
+             f"{100 * r['confidence']:.1f}% CI {r['low']:+.1f} to {r['high']:+.1f})" for r in clear]
+    if not parts:
+        return ""
+    if not named:
+        return f" The claim's own difference is {parts[0]}, left without a word."
+    return " Left without a word: " + "; ".join(f"{plots.label_tex(r['claim'])}, {part}"
+                                               for r, part in zip(clear, parts)) + "."
 
 
 def gate_notes(frames: dict) -> list[str]:
     """One item per scale: whether the test bed's gate passed, and every reason it failed with the claims it
-    failed for (claims on one baseline share a reason; claims on different baselines fail for their own)."""
+    failed for (claims on one baseline share a reason; claims on different baselines fail for their own), with a
+    sentence for each clear difference it withholds a word from (a gain over a control that did not learn says
+    little about the method, but the reader sees it)."""
     out = []
     for scale, frame in frames.items():
         if (frame["verdict"] == evidence.NO_VERDICT).all():  # a pipeline check, or a sweep still under way
-            check = evidence.PIPELINE_CHECK in frame["reason"].iloc[0]
-            meaning = ("the numbers show that the pipeline runs" if check else
+            meaning = ("the numbers show that the pipeline runs" if _pipeline_check(frame) else
                        f"the numbers are a first look; the words come once {evidence.MIN_SEEDS} seeds are recorded")
             out.append(f"- {scale}: {frame['reason'].iloc[0]}; {meaning}.")
             continue
@@ -152,68 +220,61 @@ def gate_notes(frames: dict) -> list[str]:
             out.append(f"- {scale}: the gate passes for every claim (training beats the raw input and the "
                        "untrained network by the smallest effect of interest), so the words apply.")
             continue
-        reasons = {}  # the gate's reason -> the claims it withholds the word from
-        for claim, reason in zip(failed["claim"], failed["gate"]):
-            reasons.setdefault(reason[:1].lower() + reason[1:], []).append(_item(plots.label_tex(claim)))
+        reasons = {}  # the gate's reason -> the rows it withholds the word from
+        for r in failed.to_dict("records"):
+            reasons.setdefault(r["gate"][:1].lower() + r["gate"][1:], []).append(r)
         head = f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here"
-        if len(reasons) == 1:
-            out.append(f"{head}: {next(iter(reasons))}.")
+        texts = {_split(reason)[0] for reason in reasons}
+        if len(reasons) == 1:  # one baseline (or several with the same numbers): one reason for all
+            (reason, rows), = reasons.items()
+            out.append(f"{head}: {reason}.{_withheld(rows, named=True)}")
+        elif len(texts) == 1:  # the same test failed on several baselines: the test once, each claim its numbers
+            out.append(f"{head}: {texts.pop()} (the gap in points and its interval):" + "".join(
+                f"\n  - {_item(plots.label_tex(r['claim']))}: {_split(reason)[1]}.{_withheld([r], named=False)}"
+                for reason, rows in reasons.items() for r in rows))
         else:
-            out.append(head + ":" + "".join(f"\n  - {' and '.join(names)}: {reason}."
-                                             for reason, names in reasons.items()))
-    return out
-
-
-def withheld(frames: dict) -> list[str]:
-    """One sentence for each clear difference the gate keeps from a word: a claim *not testable here* whose
-    adjusted interval excludes 0, with what it measured and why the test bed cannot judge it (a gain over a control
-    that did not learn says little about the method)."""
-    out = []
-    for scale, frame in frames.items():
-        for r in frame[frame["verdict"] == "not testable here"].to_dict("records"):
-            if r["low"] > 0 or r["high"] < 0:
-                kind = "gain" if r["low"] > 0 else "loss"
-                out.append(f"- {SHORT.get(scale, scale)}, {plots.label_tex(r['claim'])}: a clear {kind} "
-                           f"({r['ours']:+.1f} points, {100 * r['confidence']:.1f}% CI {r['low']:+.1f} to "
-                           f"{r['high']:+.1f}), without a word "
-                           f"because {r['gate'][:1].lower()}{r['gate'][1:]}.")
+            out.append(head + ":" + "".join(
+                f"\n  - {' and '.join(_item(plots.label_tex(r['claim'])) for r in rows)}: {reason}."
+                f"{_withheld(rows, named=len(rows) > 1)}" for reason, rows in reasons.items()))
     return out
 
 
 def verdict_lines(chapter: str, frames: dict) -> str:
     """The chapter's answer on its first screen: one line per claim with its word and our mean gain at every test
-    bed that gives words (smoke runs give none), from the same frames as the findings box (:func:`markdown`, whose
+    bed that gives words (smoke runs give none; a test bed with too few seeds gives its gain so far), from the same frames as the findings box (:func:`markdown`, whose
     figure draws the intervals), in an admonition that links to the box."""
     lines = []
     for claim in claims.CLAIMS.get(chapter, []):
-        found, silent = [], {}
+        found, silent, pending = [], {}, []
         for scale, frame in frames.items():
             hit = frame[frame["claim"] == claim.text]
-            if hit.empty or hit.iloc[0]["verdict"] == evidence.NO_VERDICT:
+            if hit.empty or _pipeline_check(frame):
                 continue
             r = hit.iloc[0].to_dict()
-            if r["verdict"] in report.NO_ANSWER:
+            if r["verdict"] == evidence.NO_VERDICT:  # a sweep under way: its gain so far, without a word
+                pending.append(f"*no word yet* on {SHORT.get(scale, scale)} ({r['ours']:+.1f} points, "
+                               f"n = {r['seeds']})")
+            elif r["verdict"] in report.NO_ANSWER:
                 silent.setdefault(r["verdict"], []).append(SHORT.get(scale, scale))
             else:
                 late = ", post hoc" if r.get("registration") else ""  # the commit is in the Findings' table
                 found.append(f"**{claims.verdict_text({**r, 'registration': late})}** on {SHORT.get(scale, scale)} "
                              f"({r['ours']:+.1f} points)")  # its interval: the box's figure
-        found += [f"*{word}* on {' and '.join(where)}" for word, where in silent.items()]
+        found += [f"*{word}* on {' and '.join(where)}" for word, where in silent.items()] + pending
         lines.append(f"- {_item(plots.label_tex(claim.text))}: {'; '.join(found) or 'no run on real data yet'}.")
-    intro = (f"The paper claims that {CLAIMED[chapter]} What our runs say, claim by claim ({TEST_BEDS}; the words "
-             "are the {doc}`glossary's </book/glossary>`):")
+    intro = (f"What our runs say, claim by claim ({TEST_BEDS}; the words are the {{doc}}`glossary's "
+             "</book/glossary>`):")
     return "\n".join([":::{admonition} Our answer, in short", ":class: tip verdict-line", "", intro, "", *lines, "",
                       f"Why, and the evidence: {{ref}}`the Findings <{chapter}-findings>`.", ":::"])
 
 
 def markdown(chapter: str, frames: dict) -> str:
     """The box as MyST Markdown: an admonition titled "Findings"."""
-    clear = withheld(frames)
     body = [f"**The paper claims** that {CLAIMED[chapter]}", "",
             ("**What we found**, in the book's five words (our gain in points, paired by seed; the interval, "
-             "adjusted for the chapter's comparisons, is in the figure below):"), "", summary(frames), "",
+             "adjusted for the chapter's comparisons, is in the figure below):"), "",
+            summary(frames) or "No test bed has a recorded run yet: only the pipeline check below.", "",
             "**Where each test bed can show the claim**:", "", *gate_notes(frames), "",
-            *(["**Clear differences without a word**:", "", *clear, ""] if clear else []),
             "**Why**:", "", *(f"- {line}" for line in WHY[chapter])]
     return "\n".join([":::{admonition} Findings", ":class: important", "", *body, ":::"])
 

@@ -23,8 +23,6 @@ import hashlib
 import json
 import os
 
-import torch
-
 from . import __version__
 
 PROFILE_NAMES = ("smoke", "fashion", "glyphs", "glyphs2", "colab", "full")
@@ -434,6 +432,8 @@ CHAPTERS["bench"]["colab"] = _colab("bench", epochs=5, batches_per_epoch=50, rat
 def resolve_profile(profile: str = "auto") -> str:
     """``"auto"`` -> ``"colab"`` with CUDA, ``"smoke"`` without; the named profiles pass through."""
     if profile == "auto":
+        import torch  # here, not at the top: the command line reads the profiles' names without loading torch
+
         return "colab" if torch.cuda.is_available() else "smoke"
     if profile not in PROFILE_NAMES:
         raise ValueError(f"unknown profile {profile!r}; use 'auto', {', '.join(map(repr, PROFILE_NAMES))}")

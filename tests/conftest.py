@@ -20,6 +20,33 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
+#: The files that take minutes, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
+#: _build/test-durations.txt at 5c58838). pytest-xdist's ``--dist loadfile`` hands whole files to the two workers in
+#: collection order (the Makefile turns off its reordering by test count, which ran the one-test wheel check,
+#: 198 s, last, with the other worker idle): longest first keeps both workers busy to the end.
+SLOW_FIRST = ("tests/test_book.py",                # 358
+              "tests/test_full_profile.py",        # 298
+              "tests/test_cli.py",                 # 279
+              "tests/test_colab_profile.py",       # 265
+              "tests/test_slurm.py",               # 91
+              "tests/test_plots.py",               # 76
+              "tests/test_nbval_catches_changes.py",  # 69
+              "notebooks/04_cbswr.ipynb",          # 273 (nbval, with the wheel check)
+              "notebooks/06_ecaml.ipynb",          # 255
+              "tests/test_wheel.py",               # 198
+              "notebooks/05_eps.ipynb",            # 196
+              "notebooks/08_bench.ipynb",          # 158
+              "notebooks/07_noise_guarantees.ipynb",  # 153
+              "notebooks/03_dcdl.ipynb")           # 147
+
+
+def pytest_collection_modifyitems(config, items):
+    """Collect :data:`SLOW_FIRST` first, in its order; every other file after them in pytest's order (the sort is
+    stable, and a file's own tests, a notebook's cells among them, keep theirs)."""
+    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+
+
 @pytest.fixture
 def root() -> Path:
     return ROOT

@@ -45,3 +45,23 @@ def test_sums_by_kind_file_and_test_and_closes_with_the_counts(suite, tmp_path, 
 def test_no_report_is_a_clear_error(suite, tmp_path, capsys):
     assert suite.main([str(tmp_path / "missing.xml")]) == 1
     assert "run the tests first" in capsys.readouterr().err
+
+
+def test_the_slow_files_that_make_test_hands_out_first_exist_and_lead_the_collection(root):
+    """A renamed slow file would drop out of SLOW_FIRST silently and run last again (tests/conftest.py)."""
+    import conftest
+
+    assert all((root / name).exists() for name in conftest.SLOW_FIRST)
+    assert len(set(conftest.SLOW_FIRST)) == len(conftest.SLOW_FIRST)
+
+    class Item:
+        def __init__(self, nodeid):
+            self.nodeid = nodeid
+
+    items = [Item(n) for n in ("tests/test_a.py::x", "tests/test_cli.py::y", "tests/test_a.py::z",
+                               "tests/test_book.py::w", "tests/test_cli.py::v")]
+    conftest.pytest_collection_modifyitems(None, items)
+    assert [i.nodeid for i in items] == ["tests/test_book.py::w", "tests/test_cli.py::y", "tests/test_cli.py::v",
+                                         "tests/test_a.py::x", "tests/test_a.py::z"]  # stable within a file
+    make = (root / "Makefile").read_text()
+    assert make.count("$(XDIST)") == 2 and "--no-loadscope-reorder" in make  # or xdist reorders by test count

@@ -57,6 +57,18 @@ def test_every_chapter_page_exists_with_its_figures(html):
             assert (page.parent / src).exists(), src
 
 
+def test_a_cells_printed_lines_render_as_one_box(html):
+    """A cell that prints line by line while it computes stores one stream output per flush (EPS's section 1 has
+    six); the page shows them as one box (``nb_merge_streams``), not a stack of boxes each with its own margins."""
+    nb = json.loads((ROOT / "notebooks" / "05_eps.ipynb").read_text())
+    cell = next(c for c in nb["cells"] if "def mean_loss(" in "".join(c["source"]))
+    assert len([o for o in cell["outputs"] if o["output_type"] == "stream"]) > 1  # what makes the case
+    text = (html / "notebooks" / "05_eps.html").read_text()
+    first = text.index("positives=all")
+    box = text.rindex('<div class="output stream', 0, first)
+    assert text.index("positives=easy", first) < text.index("</pre>", box)  # the next line is in the same box
+
+
 def test_intro_and_colab_button(html):
     assert (html / "book" / "intro.html").exists()
     page = (html / "notebooks" / "01_foundations.html").read_text()

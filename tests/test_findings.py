@@ -6,6 +6,8 @@ import json
 import re
 
 import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
 import pytest
 from test_claims import _run, runs  # noqa: F401  (the fixture)
 
@@ -75,10 +77,53 @@ def test_the_gate_notes_give_each_baseline_its_own_reason(runs):  # noqa: F811
     failed = frame[frame["verdict"] == "not testable here"]
     assert failed["gate"].nunique() == 3
     (note,) = findings.gate_notes({"glyphs": frame})
-    assert note.startswith(f"- glyphs: {len(failed)} of {len(frame)} claims are not testable here:")
-    for claim, reason in zip(failed["claim"], failed["gate"]):
+    test, _ = findings._split(failed["gate"].iloc[0])  # the same test (beat the raw input) failed three ways
+    assert test == "the trained control is not shown to beat the raw input by 2 points"
+    assert note.startswith(f"- glyphs: {len(failed)} of {len(frame)} claims are not testable here: {test} (the gap")
+    bases = {c.text: c.base for c in claims.CLAIMS["ecaml"]}
+    for claim in failed["claim"]:
         line = next(item for item in note.split("\n  - ")[1:] if item.startswith(claim))
-        assert line == f"{claim}: {reason[:1].lower()}{reason[1:]}."
+        gap = 100 * (np.array(measured[bases[claim]]["R@1"]) - np.array(measured["raw input"]["R@1"])).mean()
+        assert line.startswith(f"{claim}: {gap:+.1f} (") and "% CI " in line  # each baseline its own gap
+
+
+def _frame(rows):
+    """A hand-made frame of :func:`claims.assess`'s columns: ``(claim, gate reason, ours, low, high)``, every
+    claim *not testable here* at the 98% level."""
+    return pd.DataFrame([{"claim": c, "verdict": "not testable here", "reason": g, "gate": g, "ours": o,
+                          "low": lo, "high": hi, "confidence": 0.98, "seeds": 5} for c, g, o, lo, hi in rows])
+
+
+def test_the_gate_notes_say_a_test_once_and_every_failure_that_differs():
+    raw = "the trained control is not shown to beat the raw input by 2 points ({}, 98.0% CI {} to {})"
+    net = "the trained control is not shown to beat the untrained network by 2 points (+1.0, 98.0% CI -1.0 to +3.0)"
+    one = _frame([("A", raw.format("-5.0", "-7.0", "-3.0"), 1.0, -1.0, 3.0),
+                  ("B", raw.format("-5.0", "-7.0", "-3.0"), 4.0, 2.0, 6.0)])  # one baseline: one reason
+    (note,) = findings.gate_notes({"glyphs": one})
+    assert note == ("- glyphs: 2 of 2 claims are not testable here: " + raw.format("-5.0", "-7.0", "-3.0")
+                    + ". Left without a word: B, a clear gain (+4.0 points, 98.0% CI +2.0 to +6.0).")
+    two = _frame([("A", raw.format("-5.0", "-7.0", "-3.0"), 1.0, -1.0, 3.0), ("B", net, -4.0, -6.0, -2.0)])
+    (note,) = findings.gate_notes({"glyphs": two})  # two tests failed: each claim its own reason in full
+    assert note == ("- glyphs: 2 of 2 claims are not testable here:\n  - A: " + raw.format("-5.0", "-7.0", "-3.0")
+                    + ".\n  - B: " + net + ". The claim's own difference is a clear loss (-4.0 points, 98.0% CI "
+                    "-6.0 to -2.0), left without a word.")
+    assert findings._split("no raw-input or untrained-network row was recorded with the control") == (
+        "no raw-input or untrained-network row was recorded with the control", "")
+
+
+def test_a_column_whose_words_are_all_post_hoc_says_so_once_with_the_run():
+    frame = _frame([("A", "g", 1.0, -1.0, 3.0), ("B", "g", 1.0, -1.0, 3.0)]).assign(verdict="inconclusive")
+    late = frame.assign(registration=", post hoc after cb5ddc8")
+    table = findings.summary({"glyphs": late, "Fashion-MNIST": frame.assign(registration="")})
+    head = table.splitlines()[0]
+    assert head == "| claim | glyphs, *post hoc* | Fashion-MNIST |"
+    assert "| A | **inconclusive** (+1.0) | **inconclusive** (+1.0) |" in table
+    assert table.splitlines()[-1].startswith("*Post hoc*: decided by a run made before the claim was registered "
+                                             "(the first such run: cb5ddc8 on the glyphs;")
+    mixed = frame.assign(registration=["", ", post hoc after cb5ddc8"])  # one claim registered in time
+    table = findings.summary({"glyphs": mixed})
+    assert "| B | **inconclusive, post hoc** (+1.0) |" in table and "| A | **inconclusive** (+1.0) |" in table
+    assert findings.summary({"glyphs": frame}).splitlines()[-1].startswith("| B |")  # nothing post hoc
 
 
 def test_the_figure_has_one_panel_per_test_bed_and_the_claims_once(runs):  # noqa: F811
@@ -151,7 +196,7 @@ def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_and_a_short_sweep_as_
     frames = {"smoke (digits, MNIST-1D)": smoke, "glyphs": claims.assess("ecaml", runs)}
     box = findings.markdown("ecaml", frames)
     words = _words(box)
-    assert {w for (_, head), w in words.items() if head.startswith("smoke")} == {"n = 5, no verdict"}
+    assert {head for _, head in words} == {"glyphs"}  # a pipeline check has no column of non-answers
     assert {w for (_, head), w in words.items() if head == "glyphs"} <= set(evidence.WORDS)
     note = findings.gate_notes(frames)[0]
     assert note == "- smoke (digits, MNIST-1D): smoke profile, n = 5: a pipeline check, no verdict; the numbers show " \
@@ -160,8 +205,16 @@ def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_and_a_short_sweep_as_
     few = claims.assess("ecaml", [_run(one, profile="glyphs2", seeds=(0,))])
     assert set(few["verdict"]) == {"no verdict"}
     note = findings.gate_notes({"test bed II": few})[0]  # a real test bed whose sweep is under way: no smoke words
+    gains = _words(findings.summary({"glyphs": claims.assess("ecaml", runs), "test bed II": few}))
+    assert {w for (_, head), w in gains.items() if head == "test bed II, first look (n = 1)"} == {
+        f"{g:+.1f}" for g in few["ours"]}  # its gains, without a word
     assert note == ("- test bed II: n = 1, fewer than 5 seeds: no verdict; the numbers are a first look; the words "
                     "come once 5 seeds are recorded.")
+    lines = _lines(findings.verdict_lines("ecaml", {"smoke (digits, MNIST-1D)": smoke, "test bed II": few}))
+    for claim, gain in zip(few["claim"], few["ours"]):  # the opening says the sweep has no word yet, and its gain
+        assert lines[claim] == {"test bed II": "no word yet"}
+        assert f"{claim}: *no word yet* on test bed II ({gain:+.1f} points, n = 1)." in findings.verdict_lines(
+            "ecaml", {"test bed II": few})
     session = claims.assess("ecaml", [{"chapter": "ecaml", "tables": runs[0]["tables"]}], profile="smoke")
     assert set(session["verdict"]) == {"no verdict"}  # a kernel's own run carries no profile: the caller's counts
 
@@ -193,7 +246,7 @@ def test_the_opening_gives_each_claim_the_boxs_word_at_every_scale_with_words(ru
               "glyphs": claims.assess("ecaml", runs)}
     opening = findings.verdict_lines("ecaml", frames)
     assert opening.startswith(":::{admonition} Our answer, in short\n:class: tip verdict-line")
-    assert "{ref}`the Findings <ecaml-findings>`" in opening and findings.CLAIMED["ecaml"] in opening
+    assert "{ref}`the Findings <ecaml-findings>`" in opening
     lines, box = _lines(opening), _words(findings.markdown("ecaml", frames))
     assert len(lines) == len(claims.CLAIMS["ecaml"])  # a line per claim, recorded or not
     for claim in claims.CLAIMS["ecaml"]:
@@ -213,12 +266,12 @@ def test_a_clear_difference_the_gate_withholds_gets_a_sentence(runs):  # noqa: F
     assert set(frame["verdict"]) == {"not testable here"}
     clear = frame[(frame["low"] > 0) | (frame["high"] < 0)]["claim"].tolist()
     assert clear == ["EC improves Triplet (unseen R@1)", "EC improves N-Pair (unseen R@1)"]  # +5 and -4 points
-    sentences = findings.withheld({"Fashion-MNIST": frame})
-    assert len(sentences) == 2 and "a clear gain (+" in sentences[0] and "a clear loss (-" in sentences[1]
-    assert all("without a word because the trained control is not shown to beat the raw input" in s
-               for s in sentences)
-    assert "**Clear differences without a word**" in findings.markdown("ecaml", {"Fashion-MNIST": frame})
-    assert findings.withheld({"glyphs": claims.assess("ecaml", runs)}) == []  # the gate passes there
+    (note,) = findings.gate_notes({"Fashion-MNIST": frame})  # one baseline's reason, shared by all three claims
+    for claim, kind in zip(clear, ("gain", "loss")):
+        r = frame.set_index("claim").loc[claim]
+        assert (f"{claim}, a clear {kind} ({r['ours']:+.1f} points, {100 * r['confidence']:.1f}% CI "
+                f"{r['low']:+.1f} to {r['high']:+.1f})") in note
+    assert "Left without a word" not in findings.gate_notes({"glyphs": claims.assess("ecaml", runs)})[0]
 
 
 @pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))
