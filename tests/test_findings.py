@@ -310,6 +310,13 @@ def test_the_evidence_is_unfolded_and_its_details_folded(chapter):
         assert "hide-output" in cells[i + 1]["metadata"]["tags"]
 
 
+def test_the_opening_describes_each_chapters_own_test_bed_ii():
+    """DCDL trains from scratch on test bed II (its paper's regime); the other chapters fine-tune the pretrained
+    start: the opening says which."""
+    assert "a small ConvNet trained from scratch" in findings.verdict_lines("dcdl", {})
+    assert "a pretrained ConvNet on unseen characters" in findings.verdict_lines("eps", {})
+
+
 def test_a_claim_label_that_starts_with_a_plus_stays_one_list_item():
     """DCDL's "+ L^W beats L_Trip" after "- " would open a nested list: the opening escapes it."""
     lines = [line for line in findings.verdict_lines("dcdl", findings.scale_frames("dcdl")).splitlines()
