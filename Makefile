@@ -87,15 +87,15 @@ book: notebooks html      ## the main job
 # derived tolerance and the power per chapter (_build/nbval-drift.json).
 # Tests that execute a whole chapter run after the unit tests, with nbval, two at a time on two workers, each
 # kernel on one thread (notebooks/conftest.py: two kernels of 2 threads each on 2 cores ran several times slower).
-# Both runs hand out whole files longest first (tests/conftest.py: SLOW_FIRST; --no-loadscope-reorder keeps that
-# order, where pytest-xdist would sort files by their number of tests and run the one-test wheel check last).
+# The nbval run hands out whole files longest first (tests/conftest.py: SLOW_FIRST; --no-loadscope-reorder keeps
+# that order, where pytest-xdist would sort files by their number of tests and run the one-test wheel check last).
 SERIAL = tests/test_wheel.py
-XDIST = -n 2 --dist loadfile --no-loadscope-reorder
+XDIST = -n 2 --dist loadfile
 
 test: setup               ## unit tests and the book build on 2 workers, then nbval, two chapters at a time
 	@mkdir -p _build && rm -f _build/test-unit.xml _build/test-nbval.xml
 	$(BIN)/python -m pytest $(XDIST) tests --ignore=$(SERIAL) --junitxml=_build/test-unit.xml; unit=$$?; \
-	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest $(XDIST) notebooks $(SERIAL) \
+	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest $(XDIST) --no-loadscope-reorder notebooks $(SERIAL) \
 	  --junitxml=_build/test-nbval.xml; fi; nbval=$$?; \
 	$(BIN)/python benchmarks/bench_suite.py _build/test-unit.xml _build/test-nbval.xml --out _build/test-durations.txt \
 	  || true; [ -s _build/nbval-drift.jsonl ] && $(BIN)/python benchmarks/bench_nbval_drift.py --out _build/nbval-drift.json \

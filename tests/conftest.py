@@ -20,18 +20,12 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-#: The files that take minutes, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
-#: _build/test-durations.txt at 5c58838). pytest-xdist's ``--dist loadfile`` hands whole files to the two workers in
-#: collection order (the Makefile turns off its reordering by test count, which ran the one-test wheel check,
-#: 198 s, last, with the other worker idle): longest first keeps both workers busy to the end.
-SLOW_FIRST = ("tests/test_book.py",                # 358
-              "tests/test_full_profile.py",        # 298
-              "tests/test_cli.py",                 # 279
-              "tests/test_colab_profile.py",       # 265
-              "tests/test_slurm.py",               # 91
-              "tests/test_plots.py",               # 76
-              "tests/test_nbval_catches_changes.py",  # 69
-              "notebooks/04_cbswr.ipynb",          # 273 (nbval, with the wheel check)
+#: The nbval run's files, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
+#: _build/test-durations.txt at 5c58838). pytest-xdist's ``--dist loadfile`` hands whole files to the two workers; by
+#: default it sorts them by their number of tests, which ran the one-test wheel check (198 s) last with the other
+#: worker idle. The Makefile turns that off (``--no-loadscope-reorder``) for this run, so the order here holds. The
+#: unit tests keep xdist's order: there, longest first (tried in stop 56) ended no sooner (844 s against 830 s).
+SLOW_FIRST = ("notebooks/04_cbswr.ipynb",          # 273
               "notebooks/06_ecaml.ipynb",          # 255
               "tests/test_wheel.py",               # 198
               "notebooks/05_eps.ipynb",            # 196

@@ -58,10 +58,11 @@ def test_the_slow_files_that_make_test_hands_out_first_exist_and_lead_the_collec
         def __init__(self, nodeid):
             self.nodeid = nodeid
 
-    items = [Item(n) for n in ("tests/test_a.py::x", "tests/test_cli.py::y", "tests/test_a.py::z",
-                               "tests/test_book.py::w", "tests/test_cli.py::v")]
+    items = [Item(n) for n in ("tests/test_a.py::x", "notebooks/06_ecaml.ipynb::Cell 0", "tests/test_a.py::z",
+                               "notebooks/04_cbswr.ipynb::Cell 0", "notebooks/06_ecaml.ipynb::Cell 1")]
     conftest.pytest_collection_modifyitems(None, items)
-    assert [i.nodeid for i in items] == ["tests/test_book.py::w", "tests/test_cli.py::y", "tests/test_cli.py::v",
-                                         "tests/test_a.py::x", "tests/test_a.py::z"]  # stable within a file
+    assert [i.nodeid for i in items] == ["notebooks/04_cbswr.ipynb::Cell 0", "notebooks/06_ecaml.ipynb::Cell 0",
+                                         "notebooks/06_ecaml.ipynb::Cell 1", "tests/test_a.py::x",
+                                         "tests/test_a.py::z"]  # stable within a file: a notebook's cells in order
     make = (root / "Makefile").read_text()
-    assert make.count("$(XDIST)") == 2 and "--no-loadscope-reorder" in make  # or xdist reorders by test count
+    assert "$(XDIST) --no-loadscope-reorder notebooks" in make  # or xdist reorders the nbval run by test count

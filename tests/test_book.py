@@ -488,10 +488,11 @@ def test_on_a_phone_a_click_opens_a_wide_figure_at_its_own_size_in_a_box_that_pa
     page.close()
 
 
-#: Page heights at 1,400 px (#51): DCDL no taller than at the reading before the last (20,873 px), EPS and ECAML no
-#: taller than when the reader measured them (18,329 and 18,228 px). The issue's stricter budget for these two, their
-#: 2026-11-25 heights (15,826 and 15,493 px), is not met yet; CBSwR's and the noise chapter's were not given.
-HEIGHTS = {"03_dcdl": 20_873, "05_eps": 18_329, "06_ecaml": 18_228}
+#: Page heights at 1,400 px (#51), as measured at 0.10.0 (fresh-clone `make test`, AMD EPYC host) plus 1% for
+#: rendering on another machine: DCDL 16,891, CBSwR 14,393, EPS 16,560, ECAML 16,420, noise 16,242 px. The reader's
+#: budget for DCDL (20,873) is met; for EPS and ECAML, their 2026-11-25 heights (15,826 and 15,493 px), not yet.
+HEIGHTS = {"03_dcdl": 17_060, "04_cbswr": 14_540, "05_eps": 16_730, "06_ecaml": 16_590,
+           "07_noise_guarantees": 16_400}
 
 
 @pytest.mark.parametrize("stem", sorted(HEIGHTS))
