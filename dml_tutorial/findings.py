@@ -244,8 +244,9 @@ def gate_notes(frames: dict) -> list[str]:
 
 def verdict_lines(chapter: str, frames: dict) -> str:
     """The chapter's answer on its first screen: one line per claim with its word and our mean gain at every test
-    bed that gives words (smoke runs give none; a test bed with too few seeds gives its gain so far), from the same frames as the findings box (:func:`markdown`, whose
-    figure draws the intervals), in an admonition that links to the box."""
+    bed that gives words (smoke runs give none; a test bed with too few seeds gives its gain so far), from the same
+    frames as the findings box (:func:`markdown`, whose figure draws the intervals), in an admonition that links to
+    the box."""
     lines = []
     for claim in claims.CLAIMS.get(chapter, []):
         found, silent, pending = [], {}, []
@@ -265,8 +266,8 @@ def verdict_lines(chapter: str, frames: dict) -> str:
                              f"({r['ours']:+.1f} points)")  # its interval: the box's figure
         found += [f"*{word}* on {' and '.join(where)}" for word, where in silent.items()] + pending
         lines.append(f"- {_item(plots.label_tex(claim.text))}: {'; '.join(found) or 'no run on real data yet'}.")
-    intro = (f"What our runs say, claim by claim ({CHAPTER_TEST_BEDS.get(chapter, TEST_BEDS)}; the words are the {{doc}}`glossary's "
-             "</book/glossary>`):")
+    beds = CHAPTER_TEST_BEDS.get(chapter, TEST_BEDS)
+    intro = f"What our runs say, claim by claim ({beds}; the words are the {{doc}}`glossary's </book/glossary>`):"
     return "\n".join([":::{admonition} Our answer, in short", ":class: tip verdict-line", "", intro, "", *lines, "",
                       f"Why, and the evidence: {{ref}}`the Findings <{chapter}-findings>`.", ":::"])
 
