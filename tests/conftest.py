@@ -1,11 +1,10 @@
+"""The test folder's pytest hooks and fixtures; what its files share lives in ``helpers.py``."""
+
 import os
 from pathlib import Path
 
 import pytest
-
-ROOT = Path(__file__).resolve().parent.parent
-#: What each pytest-xdist worker, and every kernel or process it starts, computes with: one thread.
-ONE_THREAD = {"DML_TUTORIAL_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
+from helpers import ONE_THREAD, ROOT, slow_first
 
 
 def pytest_configure(config):
@@ -20,25 +19,9 @@ def pytest_configure(config):
         torch.set_num_threads(1)
 
 
-#: The nbval run's files, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
-#: _build/test-durations.txt at 5c58838). pytest-xdist's ``--dist loadfile`` hands whole files to the two workers; by
-#: default it sorts them by their number of tests, which ran the one-test wheel check (198 s) last with the other
-#: worker idle. The Makefile turns that off (``--no-loadscope-reorder``) for this run, so the order here holds. The
-#: unit tests keep xdist's order: there, longest first (tried in stop 56) ended no sooner (844 s against 830 s).
-SLOW_FIRST = ("notebooks/04_cbswr.ipynb",          # 273
-              "notebooks/06_ecaml.ipynb",          # 255
-              "tests/test_wheel.py",               # 198
-              "notebooks/05_eps.ipynb",            # 196
-              "notebooks/08_bench.ipynb",          # 158
-              "notebooks/07_noise_guarantees.ipynb",  # 153
-              "notebooks/03_dcdl.ipynb")           # 147
-
-
 def pytest_collection_modifyitems(config, items):
-    """Collect :data:`SLOW_FIRST` first, in its order; every other file after them in pytest's order (the sort is
-    stable, and a file's own tests, a notebook's cells among them, keep theirs)."""
-    rank = {name: i for i, name in enumerate(SLOW_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid.split("::")[0], len(rank)))
+    """The nbval run's order (:func:`helpers.slow_first`): its minutes-long files first, longest first."""
+    slow_first(items)
 
 
 @pytest.fixture
@@ -51,35 +34,3 @@ def _no_reference_check(monkeypatch):
     # notebooks/conftest.py switches the check of trained numbers on for nbval; a plain `pytest` that collects both
     # folders would otherwise hand it to the unit tests' own small notebooks, which have no committed record
     monkeypatch.delenv("DML_TUTORIAL_CHECK", raising=False)
-
-
-def load_benchmark(name: str):
-    """The script ``benchmarks/<name>.py`` as a module (benchmarks/ is not a package)."""
-    import importlib.util
-    import sys
-
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-def verdict_cells(page: str) -> dict:
-    """``{(claim as the table writes it, profile): cell}`` of the verdict table (book/results/verdicts.md): each
-    column named by its heading (its scale in ``report.SCALES``; columns without any answer are left out of the
-    table), each cell without the column name it carries for phones (``<span class="card-label">``)."""
-    import re
-
-    from dml_tutorial import report
-
-    profiles = {head: profile or "smoke" for head, profile in report.SCALES}
-    lines = [line for line in page.splitlines() if line.startswith("| ")]
-    heads = [h.strip() for h in lines[0].strip().strip("|").split("|")]
-    assert heads[:3] == ["chapter", "claim", "smallest effect (points)"] and set(heads[3:]) <= set(profiles), heads
-    out = {}
-    for line in lines[1:]:
-        cells = [re.sub(r'^<span class="card-label">[^<]*</span>', "", c.strip()) for c in line.strip("|").split("|")]
-        for head, cell in zip(heads[3:], cells[3:], strict=True):
-            out[(cells[1], profiles[head])] = cell
-    return out

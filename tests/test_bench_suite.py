@@ -2,7 +2,7 @@
 
 
 import pytest
-from conftest import load_benchmark
+from helpers import load_benchmark
 
 UNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0"
 failures="1" skipped="1" tests="5" time="30.0">
@@ -48,11 +48,11 @@ def test_no_report_is_a_clear_error(suite, tmp_path, capsys):
 
 
 def test_the_slow_files_that_make_test_hands_out_first_exist_and_lead_the_collection(root):
-    """A renamed slow file would drop out of SLOW_FIRST silently and run last again (tests/conftest.py)."""
-    import conftest
+    """A renamed slow file would drop out of SLOW_FIRST silently and run last again (tests/helpers.py)."""
+    import helpers
 
-    assert all((root / name).exists() for name in conftest.SLOW_FIRST)
-    assert len(set(conftest.SLOW_FIRST)) == len(conftest.SLOW_FIRST)
+    assert all((root / name).exists() for name in helpers.SLOW_FIRST)
+    assert len(set(helpers.SLOW_FIRST)) == len(helpers.SLOW_FIRST)
 
     class Item:
         def __init__(self, nodeid):
@@ -60,9 +60,25 @@ def test_the_slow_files_that_make_test_hands_out_first_exist_and_lead_the_collec
 
     items = [Item(n) for n in ("tests/test_a.py::x", "notebooks/06_ecaml.ipynb::Cell 0", "tests/test_a.py::z",
                                "notebooks/04_cbswr.ipynb::Cell 0", "notebooks/06_ecaml.ipynb::Cell 1")]
-    conftest.pytest_collection_modifyitems(None, items)
+    helpers.slow_first(items)
     assert [i.nodeid for i in items] == ["notebooks/04_cbswr.ipynb::Cell 0", "notebooks/06_ecaml.ipynb::Cell 0",
                                          "notebooks/06_ecaml.ipynb::Cell 1", "tests/test_a.py::x",
                                          "tests/test_a.py::z"]  # stable within a file: a notebook's cells in order
     make = (root / "Makefile").read_text()
     assert "$(XDIST) --no-loadscope-reorder notebooks" in make  # or xdist reorders the nbval run by test count
+
+
+def test_no_test_file_imports_a_conftest(root):
+    """pytest imports both tests/conftest.py and notebooks/conftest.py as the module ``conftest``: a test file that
+    imported from it failed to import whenever the two folders were collected in one run (what the test files share
+    is in tests/helpers.py)."""
+    import ast
+
+    importers = []
+    for path in sorted((root / "tests").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names = ([a.name for a in node.names] if isinstance(node, ast.Import) else
+                     [node.module] if isinstance(node, ast.ImportFrom) else [])
+            if "conftest" in names:
+                importers.append(f"{path.name}:{node.lineno}")
+    assert importers == [], f"import what they share from helpers, not conftest: {importers}"

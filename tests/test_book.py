@@ -17,7 +17,7 @@ from urllib.parse import urlparse
 
 import pytest
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from conftest import verdict_cells
+from helpers import verdict_cells
 from scipy import stats
 
 from dml_tutorial import claims, evidence, experiment, plots, report

@@ -7,7 +7,7 @@ import re
 import pytest
 import tomllib
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS

@@ -8,8 +8,8 @@ import shutil
 import nbformat
 import numpy as np
 import pytest
-from conftest import ROOT
 from dry_runs import COLAB_DRY_RUNS, TRAIN_TEST, cub200, stand_in_weights
+from helpers import ROOT
 
 from dml_tutorial import chapters, cli, plan
 

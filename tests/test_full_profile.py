@@ -17,8 +17,8 @@ import nbformat
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
 from dry_runs import COLAB_DRY_RUNS, DRY_RUNS, MAX_TRAINED_IMAGES, TRAIN_TEST, stand_in_weights
+from helpers import ROOT
 
 from dml_tutorial import chapters, cli, ecaml, plan, profiles
 

@@ -9,7 +9,7 @@ import json
 import re
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 COLUMN = 88
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))

@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 
 CHAPTER = ROOT / "notebooks" / "01_foundations.ipynb"
 

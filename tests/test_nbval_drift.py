@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import load_benchmark
+from helpers import load_benchmark
 
 from dml_tutorial import reference
 

@@ -4,7 +4,7 @@ import re
 
 import tomllib
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 
 def _name(req: str) -> str:

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from conftest import ROOT
+from helpers import ROOT
 
 from dml_tutorial import (
     bench,

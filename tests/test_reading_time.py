@@ -4,7 +4,7 @@ cells, and the budget every paper chapter keeps: at most 30 minutes, with its ev
 import json
 
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from reading import measure, unfolded
 
 PAPERS = ["03_dcdl", "04_cbswr", "05_eps", "06_ecaml", "07_noise_guarantees", "08_bench"]

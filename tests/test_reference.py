@@ -5,7 +5,7 @@ import json
 
 import numpy as np
 import pytest
-from conftest import ROOT
+from helpers import ROOT
 from scipy import stats
 
 from dml_tutorial import plots, reference, report

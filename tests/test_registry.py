@@ -6,7 +6,7 @@ import subprocess
 
 import pandas as pd
 import pytest
-from conftest import ROOT, verdict_cells
+from helpers import ROOT, verdict_cells
 
 from dml_tutorial import claims, plots, registry, report
 

@@ -9,7 +9,7 @@ import jsonschema
 import pytest
 import tomllib
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 #: The Citation File Format 1.2.0 schema, as cffconvert 2.0.0 ships it (cffconvert itself needs jsonschema < 4,

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from conftest import ROOT
+from helpers import ROOT
 
 from dml_tutorial import claims, evidence, plots, report
 from dml_tutorial.chapters import chapters
@@ -319,7 +319,7 @@ def test_the_summary_counts_the_words_of_the_verdict_table():
     the committed runs, each count is read back here from the two pages and compared."""
     import re as regex
 
-    from conftest import verdict_cells
+    from helpers import verdict_cells
 
     summary = (report.PAGES / "summary.md").read_text()
     table = verdict_cells((report.PAGES / "verdicts.md").read_text())

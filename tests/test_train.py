@@ -115,7 +115,7 @@ def test_loader_workers_use_one_thread_each_and_leave_the_trainers_alone():
 def test_each_test_worker_computes_with_one_thread():
     """Under `make test`'s two pytest-xdist workers, each worker and what it starts use one thread
     (tests/conftest.py), so the two never oversubscribe the two cores."""
-    from conftest import ONE_THREAD
+    from helpers import ONE_THREAD
 
     if int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")) < 2:
         pytest.skip("only under several pytest-xdist workers")

@@ -20,11 +20,9 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from dml_tutorial import report
-
-ROOT = Path(__file__).resolve().parent.parent  # not `from conftest import ROOT`: with notebooks/ collected too,
-# "conftest" may be notebooks/conftest.py (make test collects this file after the first chapters)
 
 CHAPTER = "07_noise_guarantees"  # a paper chapter with real-data sections and a findings box; about 1 min in smoke
 SHORT = CHAPTER.split("_", 1)[1]
