@@ -381,12 +381,13 @@ def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Mod
 
 
 def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device="auto", progress: bool = False,
-                       keep_objective: bool = False):
+                       keep_objective: bool = False, score: bool = True):
     """Section 4's protocol: train ``cfg["model"]`` with ``method`` on the training split's images (the seen
     classes; labels unused), then measure retrieval and clustering on the test split (the unseen classes):
     Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k, ``start`` (a
     pretrained trunk, :func:`dml_tutorial.pretrain.load_start`) and those of :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
-    holds the trained objective (model, cluster classifier, decoder) for pictures."""
+    holds the trained objective (model, cluster classifier, decoder) for pictures; ``score=False`` leaves the
+    measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
@@ -403,7 +404,7 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     seconds = time.perf_counter() - start
     z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed,
-                              cluster_classes=cfg.get("cluster_classes"))
+                              cluster_classes=cfg.get("cluster_classes")) if score else {}
     return Run({**scores, "seconds": seconds}, z_test, history, objective if keep_objective else None)
 
 

@@ -288,7 +288,7 @@ def _pulls(data, loss_fn, p: int, k: int, seed: int):
 
 def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int = 0, device="auto",
                        progress: bool = False, checkpoint=None, curves: bool = False, noise=None, pairs=None,
-                       fraction: float = 1.0, init=None, keep_state: bool = False) -> Run:
+                       fraction: float = 1.0, init=None, keep_state: bool = False, score: bool = True) -> Run:
     """Zero-shot retrieval (ECAML, EPS, noise guarantees): train on the training split (the seen classes) on
     P x K batches, then measure the test split (the unseen classes): Recall@K at the dataset's usual Ks
     (:func:`dml_tutorial.metrics.recall_ks`: 1/2/4/8, or 1/10/100/1000 on SOP), NMI and clustering F1 (k-means
@@ -302,7 +302,9 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     - ``noise`` corrupts the training labels as in :func:`corrupt`; ``fraction`` keeps only that random fraction
       of the training samples (:func:`subsample`); both follow ``seed``;
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
-      weights in ``Run.state``."""
+      weights in ``Run.state``;
+    - ``score=False`` returns the test embeddings alone (``Run.metrics`` holds only the seconds; no training-split
+      embedding, no k-means), for a caller that measures them its own way (the bench, :func:`bench.scores`)."""
     size = cfg.get("curve_samples") or CURVE_SAMPLES
     seen, unseen = _curve_subset(splits.train, seed, size), _curve_subset(splits.test, seed, size)
     workers = cfg.get("workers", 0)
@@ -317,9 +319,9 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
-    z_train = train.embed(model, splits.train, num_workers=workers)
+    z_train = train.embed(model, splits.train, num_workers=workers) if score else None
     z_test = train.embed(model, splits.test, num_workers=workers)
-    scores, _ = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)
+    scores = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)[0] if score else {}
     state = {name: t.detach().cpu().clone() for name, t in model.state_dict().items()} if keep_state else None
     return Run({**scores, "seconds": seconds}, z_test, history, state, z_train)
 

@@ -254,9 +254,29 @@ def test_a_labelled_and_an_unsupervised_method_run_end_to_end(digits, name):
     assert set(run.metrics) == {"MAP@R", "R@1", "NMI", "seconds"}
     assert run.metrics["MAP@R"] == pytest.approx(metrics.map_at_r(run.test_embeddings, digits.test.labels))
     assert all(0 <= run.metrics[m] <= 1 for m in ("MAP@R", "R@1", "NMI"))
+    assert run.train_embeddings is None  # only the test split is embedded, and measured once (bench.scores)
     if name == "SME":
         with pytest.raises(ValueError, match="trains without labels"):
             bench.run(digits, name, cfg, noise=("symmetric", 0.2))
+
+
+def test_a_run_measures_only_what_it_is_asked_for(digits, monkeypatch):
+    """The search reads MAP@R and the noise runs Recall@1: neither pays for NMI's k-means, nor for the metrics
+    train_and_retrieve would have computed and the bench replaced."""
+    z, y = torch.randn(40, 4, generator=torch.Generator().manual_seed(0)), np.arange(40) % 5
+    full = bench.scores(z, y, seed=1)
+    assert bench.scores(z, y, seed=1, measures=("R@1", "MAP@R")) == {"MAP@R": full["MAP@R"], "R@1": full["R@1"]}
+    keep = y < 2  # NMI over the first classes only, where a profile says how many (as the chapters cluster)
+    assert bench.scores(z, y, seed=1, measures=("NMI",), cluster_classes=2) == {
+        "NMI": metrics.nmi(z[torch.as_tensor(keep)], y[keep], seed=1)}
+    for bad in ((), ("NMI+",)):
+        with pytest.raises(ValueError, match="measures must be some of MAP@R, R@1, NMI"):
+            bench.scores(z, y, measures=bad)
+    calls = []
+    monkeypatch.setattr(metrics, "_kmeans", lambda *args: calls.append(args))
+    cfg = profiles.settings("bench", "smoke", epochs=1, batches_per_epoch=2)
+    run = bench.run(digits, "Triplet, random semi-hard", cfg, seed=0, device="cpu", measures=("R@1",))
+    assert set(run.metrics) == {"R@1", "seconds"} and calls == []
 
 
 def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monkeypatch):

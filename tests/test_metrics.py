@@ -169,6 +169,16 @@ def test_evaluate_clusters_the_first_classes_only_when_asked():
     assert part["NMI"] == metrics.nmi(z[keep], y[keep]) and part["F1"] == metrics.f1_clustering(z[keep], y[keep])
 
 
+def test_evaluate_clusters_once_for_nmi_and_f1(monkeypatch):
+    """One k-means serves NMI and F1 (issue #50: the two computed the same clustering twice per run)."""
+    calls = []
+    kmeans = metrics._kmeans
+    monkeypatch.setattr(metrics, "_kmeans", lambda *args: calls.append(args) or kmeans(*args))
+    z = torch.randn(60, 4, generator=torch.Generator().manual_seed(1))
+    metrics.evaluate(z, torch.arange(60) % 6, ks=(1,), f1=True)
+    assert len(calls) == 1
+
+
 def test_per_class_accuracy_and_centroid_cosines_against_loops():
     labels = np.array([0, 0, 0, 2, 2, 5])
     predicted = np.array([0, 2, 0, 2, 0, 5])
