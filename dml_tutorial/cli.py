@@ -81,6 +81,7 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
     from . import report
 
     out.parent.mkdir(parents=True, exist_ok=True)
+    kept_tables(out).unlink(missing_ok=True)  # an earlier failure's, which this run replaces
     command = shlex.join(["dml-tutorial", "run", name] + _arguments(params))
     commit = commit or report.git_commit()
     with tempfile.TemporaryDirectory() as tmp:
@@ -94,6 +95,10 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
         try:
             pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(src.parent.parent), progress_bar=True,
                                 kernel_name="python3")
+        except BaseException:  # what the run measured before it failed is kept beside its notebook, never lost
+            if recorded.exists():
+                shutil.copyfile(recorded, kept_tables(out))
+            raise
         finally:
             for key, value in saved.items():
                 os.environ.pop(key, None)
@@ -112,6 +117,13 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
     tmp_file.write_text(json.dumps(run, indent=1) + "\n")
     os.replace(tmp_file, results_file)
     return seconds
+
+
+def kept_tables(notebook: Path) -> Path:
+    """Where a failed run keeps the tables it recorded before failing: beside its partially executed notebook, as
+    ``<notebook>.tables.jsonl`` (one recorded table a line, as :func:`dml_tutorial.report.record` wrote them). Not a
+    run file: a result in the book comes from a run that finished."""
+    return notebook.with_name(notebook.stem + ".tables.jsonl")
 
 
 def _run(args, parser) -> int:
@@ -143,8 +155,10 @@ def _run(args, parser) -> int:
             seconds = run_chapter(name, src, out, params, results_file, figures=args.figures, commit=commit)
         except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
             lines = str(err).strip().splitlines()
+            tables = kept_tables(out)
             print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"
-                  f"the partially executed notebook is kept at {out}", file=sys.stderr)
+                  f"the partially executed notebook is kept at {out}"
+                  + (f", the tables it recorded at {tables}" if tables.exists() else ""), file=sys.stderr)
             return 1
         print(f"== {name}: done in {seconds:.0f} s; results: {results_file}", flush=True)
     return 0

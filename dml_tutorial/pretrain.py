@@ -46,11 +46,12 @@ class SoftmaxClassifier(torch.nn.Module):
 
 
 def softmax_pretrained(data, cfg: dict, *, epochs: int, seed: int = 0, device="auto",
-                       progress: bool = False) -> dict:
+                       progress: bool = False, counted: bool = True) -> dict:
     """The state dict of ``cfg["model"]`` (as :func:`dml_tutorial.experiment.train_and_retrieve` builds it for
     ``seed``) after ``epochs`` epochs of :class:`SoftmaxClassifier` on ``data`` (labels: class indices 0..C-1 or
     any non-negative integers), Adam at ``cfg["lr"]`` on ``cfg["p"]`` x ``cfg["k"]`` batches
-    (``batches_per_epoch`` of them). The trunk is trained; the embedding layer is the seed's random one."""
+    (``batches_per_epoch`` of them). The trunk is trained; the embedding layer is the seed's random one.
+    ``counted``: whether a chapter's plan counts it among its trainings (:func:`dml_tutorial.train.fit`)."""
     labels = np.asarray(data.labels)
     if labels.size == 0 or labels.min() < 0 or not np.issubdtype(labels.dtype, np.integer):
         raise ValueError("softmax pre-training needs non-negative integer class labels")
@@ -62,7 +63,8 @@ def softmax_pretrained(data, cfg: dict, *, epochs: int, seed: int = 0, device="a
     sampler = sampling.PKSampler(labels, p=cfg["p"], k=cfg["k"], seed=seed,
                                  batches_per_epoch=cfg.get("batches_per_epoch"))
     train.fit(model, classifier, data, epochs=epochs, sampler=sampler, lr=cfg["lr"], device=device, seed=seed,
-              progress=progress, num_workers=cfg.get("workers", 0), description="softmax pre-training")
+              progress=progress, num_workers=cfg.get("workers", 0), description="softmax pre-training",
+              counted=counted)
     return {name: t.detach().cpu().clone() for name, t in model.state_dict().items()}
 
 
@@ -129,7 +131,8 @@ def build_start(name: str, root=None, progress: bool = True, save_as: str | None
     data = pretraining_set(cfg, root, progress, faces)
     began = time.perf_counter()
     state = softmax_pretrained(data, {**cfg, "batches_per_epoch": cfg["steps"]}, epochs=1, seed=cfg["seed"],
-                               device="cpu", progress=progress)
+                               device="cpu", progress=progress, counted=False)  # no chapter grid's training: a
+    # chapter that builds its start on first use ran its plan's count, not one more (a seed 1 failed there)
     weights, record_path = start_paths(save_as or name, root)
     weights.parent.mkdir(parents=True, exist_ok=True)
     train.save_checkpoint(weights, state=state)

@@ -21,8 +21,6 @@ BODY = """import os
 import time
 
 from dml_tutorial import report
-if FAIL:
-    raise RuntimeError("asked to fail")
 if HOLD:  # a long training: say who runs it (the kernel and its parent, the run), then wait
     open(HOLD, "w").write(f"{os.getpid()} {os.getppid()}")
     time.sleep(300)
@@ -31,6 +29,8 @@ report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 
               device="cpu")
 report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
               device="cpu")
+if FAIL:  # after two tables: a run that fails late has measured something
+    raise RuntimeError("asked to fail")
 import matplotlib.pyplot as plt
 report.record_figure(plt.subplots()[0], "toy figure")"""
 
@@ -94,7 +94,12 @@ def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
     assert "chapter 'toy' failed" in err and "asked to fail" in err and str(out / "01_toy.ipynb") in err
     kept = nbformat.read(out / "01_toy.ipynb", as_version=4)
     assert any(o.get("ename") == "RuntimeError" for c in kept.cells if c.cell_type == "code" for o in c.outputs)
-    assert not (out / "01_toy.results.json").exists()
+    assert not (out / "01_toy.results.json").exists()  # no run file: the run did not finish
+    tables = out / "01_toy.tables.jsonl"  # but what it measured before failing is kept (a 75-minute run was lost)
+    assert str(tables) in err
+    recorded = [json.loads(line) for line in tables.read_text().splitlines()]
+    assert [t["table"] for t in recorded][0] == "Toy table" and recorded[0]["measured"] == {"row": {"R@1": [0.5]}}
+    assert cli.main(["run", "toy", "--output", str(out)]) == 0 and not tables.exists()  # a new run replaces it
 
 
 def _grid(folder, text) -> Path:
