@@ -409,7 +409,8 @@ def _found(frame) -> str | None:
         return None
     words = [w for w in frame["verdict"] if w != evidence.NO_VERDICT]
     if not words:
-        return f"{int(frame['seeds'].max())} seed(s) so far, no word yet"
+        n = int(frame["seeds"].max())
+        return f"{n} seed{'s' * (n != 1)} so far, no word yet"
     counts = {w: words.count(w) for w in evidence.WORDS if w in words}
     return ", ".join(f"{n} *{w}*" for w, n in counts.items())
 
@@ -441,11 +442,14 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
         marks = [r for f in fs.values() if f is not None for r, w in zip(f["registration"], f["verdict"])
                  if w in evidence.WORDS]
         post_hoc = sum(bool(r) for r in marks)  # registry.mark: "" unless the word is post hoc
-        sure = (f"{sum(decisive.values())} of its {len(decisive)} decisive words survive the book-wide Holm "
-                "correction" if decisive else "no decisive word yet")
+        kept = sum(decisive.values())
+        sure = ((f"{kept} of its {len(decisive)} decisive words survive" if len(decisive) > 1 else
+                 f"its one decisive word {'survives' if kept else 'does not survive'}")
+                + " the book-wide Holm correction" if decisive else "no decisive word yet")
         if marks:
-            sure += (f"; {post_hoc} of its {len(marks)} words were decided by runs made before the claim's "
-                     "definition was committed (*post hoc*)" if post_hoc else
+            said = "every one" if post_hoc == len(marks) else f"{post_hoc}"
+            sure += (f"; {said} of its {len(marks)} words {'is' if post_hoc == 1 or post_hoc == len(marks) else 'are'} *post hoc*, decided by "
+                     "a run made before the claim's definition was committed" if post_hoc else
                      f"; each of its {len(marks)} words was registered before the run that decided it")
         lines += [f"## {claims.NAMES.get(chapter, chapter)}", "",
                   f"**The paper claims** that {claims.CLAIMED[chapter]} **What we found**: "
