@@ -374,8 +374,9 @@ CHAPTERS["noise_guarantees"]["glyphs2"] = _glyphs2("noise_guarantees", epochs=15
 # on 200 held-out seen characters over each method's knob and its own learning rate (method_lrs; issue #48: at one
 # rate for all, the recipe moved R@1 by 13-19 points, as much as the bench's headline gap). The rates reach 3e-3:
 # a first seed 0 searched [3e-4, 1e-3] and every labelled method chose 1e-3, the grid's edge, where a method has not
-# had its best shot (that run, from 4b0ef0c, is set aside: `git show aaf65ab:data/results/bench/glyphs2_seed-0.json`).
-# NMI clusters the first cluster_classes (100) unseen characters, as the chapters do; that run clustered all 500.
+# had its best shot (that run, from 4b0ef0c, is set aside:
+# `git show aaf65ab:data/results/bench/glyphs2_seed-0.json`). NMI clusters the first cluster_classes (100) unseen
+# characters, as the chapters do; that run clustered all 500.
 CHAPTERS["bench"]["glyphs2"] = _glyphs2("bench", epochs=10, batches_per_epoch=100, p=12, k=5, rates=[0.0, 0.4],
                                         held_out=200, search_seeds=1, unsup_epochs=4, max_shift=2,
                                         method_lrs=[3e-4, 1e-3, 3e-3])

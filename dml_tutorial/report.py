@@ -446,11 +446,14 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
         sure = ((f"{kept} of its {len(decisive)} decisive words survive" if len(decisive) > 1 else
                  f"its one decisive word {'survives' if kept else 'does not survive'}")
                 + " the book-wide Holm correction" if decisive else "no decisive word yet")
-        if marks:
-            said = "every one" if post_hoc == len(marks) else f"{post_hoc}"
-            sure += (f"; {said} of its {len(marks)} words {'is' if post_hoc == 1 or post_hoc == len(marks) else 'are'} *post hoc*, decided by "
-                     "a run made before the claim's definition was committed" if post_hoc else
-                     f"; each of its {len(marks)} words was registered before the run that decided it")
+        n = len(marks)
+        if marks and not post_hoc:
+            sure += (f"; {'its one word' if n == 1 else f'each of its {n} words'} was registered before the run "
+                     "that decided it")
+        elif marks:
+            which = ("its one word is" if n == 1 else f"every one of its {n} words is" if post_hoc == n else
+                     f"{post_hoc} of its {n} words {'is' if post_hoc == 1 else 'are'}")
+            sure += f"; {which} *post hoc*, decided by a run made before the claim's definition was committed"
         lines += [f"## {claims.NAMES.get(chapter, chapter)}", "",
                   f"**The paper claims** that {claims.CLAIMED[chapter]} **What we found**: "
                   + ("; ".join(found) if found else "no run on real data yet") + f". **How sure**: {sure}. "
