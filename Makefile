@@ -81,25 +81,23 @@ html: html-setup          ## build the static site from the notebooks' stored ou
 
 book: notebooks html      ## the main job
 
-# Each run writes a JUnit report; benchmarks/bench_suite.py sums them into _build/test-durations.txt (time by kind,
-# by file, the slowest tests), written even when a test fails, so the next slowdown is visible. nbval's checks log
-# every trained number (_build/nbval-drift.jsonl); benchmarks/bench_nbval_drift.py turns it into the drift, the
-# derived tolerance and the power per chapter (_build/nbval-drift.json).
-# Tests that execute a whole chapter run after the unit tests, with nbval, two at a time on two workers, each
-# kernel on one thread (notebooks/conftest.py: two kernels of 2 threads each on 2 cores ran several times slower).
-# The nbval run hands out whole files longest first (tests/conftest.py: SLOW_FIRST; --no-loadscope-reorder keeps
-# that order, where pytest-xdist would sort files by their number of tests and run the one-test wheel check last).
-SERIAL = tests/test_wheel.py
-XDIST = -n 2 --dist loadfile
+# One pytest run on two workers (pytest-xdist, whole files each): the unit tests, the book build with its browser
+# checks, and nbval over the chapters, whose kernels get their own environment (notebooks/conftest.py: another
+# machine's emulation, one thread each; two kernels of 2 threads each on 2 cores ran several times slower). Files
+# are handed out longest first (tests/helpers.py: SLOW_FIRST; --no-loadscope-reorder keeps that order, where
+# pytest-xdist would sort files by their number of tests and run a one-test file of minutes last). The run writes a
+# JUnit report; benchmarks/bench_suite.py sums it into _build/test-durations.txt (time by kind, by file, the slowest
+# tests), written even when a test fails, so the next slowdown is visible. nbval's checks log every trained number
+# (_build/nbval-drift.jsonl); benchmarks/bench_nbval_drift.py turns it into the drift, the derived tolerance and the
+# power per chapter (_build/nbval-drift.json).
+XDIST = -n 2 --dist loadfile --no-loadscope-reorder
 
-test: setup               ## unit tests and the book build on 2 workers, then nbval, two chapters at a time
-	@mkdir -p _build && rm -f _build/test-unit.xml _build/test-nbval.xml
-	$(BIN)/python -m pytest $(XDIST) tests --ignore=$(SERIAL) --junitxml=_build/test-unit.xml; unit=$$?; \
-	if [ $$unit -eq 0 ]; then $(BIN)/python -m pytest $(XDIST) --no-loadscope-reorder notebooks $(SERIAL) \
-	  --junitxml=_build/test-nbval.xml; fi; nbval=$$?; \
-	$(BIN)/python benchmarks/bench_suite.py _build/test-unit.xml _build/test-nbval.xml --out _build/test-durations.txt \
-	  || true; [ -s _build/nbval-drift.jsonl ] && $(BIN)/python benchmarks/bench_nbval_drift.py --out _build/nbval-drift.json \
-	  || true; [ $$unit -eq 0 ] && [ $$nbval -eq 0 ]
+test: setup               ## the unit tests, the book build and nbval over the chapters, on 2 workers
+	@mkdir -p _build && rm -f _build/test-suite.xml
+	$(BIN)/python -m pytest $(XDIST) tests notebooks --junitxml=_build/test-suite.xml; status=$$?; \
+	$(BIN)/python benchmarks/bench_suite.py _build/test-suite.xml --out _build/test-durations.txt || true; \
+	[ -s _build/nbval-drift.jsonl ] && $(BIN)/python benchmarks/bench_nbval_drift.py --out _build/nbval-drift.json \
+	  || true; exit $$status
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks

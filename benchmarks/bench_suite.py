@@ -1,12 +1,13 @@
-"""Where `make test`'s time goes: per kind (unit, book build, browser/screenshots, nbval), per file and per test.
+"""Where `make test`'s time goes: per kind (unit, chapter runs, book build, browser/screenshots, nbval), per file
+and per test.
 
-`make test` runs pytest twice with ``--junitxml`` (the unit tests on two workers, then nbval over the chapters) and
-then this script, which reads the two XML files and writes ``_build/test-durations.txt``:
+`make test` runs pytest once with ``--junitxml`` (the unit tests, the book and nbval over the chapters, on two
+workers) and then this script, which reads the XML file (or several) and writes ``_build/test-durations.txt``:
 
-    python benchmarks/bench_suite.py _build/test-unit.xml _build/test-nbval.xml --out _build/test-durations.txt
+    python benchmarks/bench_suite.py _build/test-suite.xml --out _build/test-durations.txt
     python benchmarks/bench_suite.py ... --save benchmarks/results/suite_<host>.json   # keep a measurement
 
-Times are each test's own seconds (set-up, call and tear-down) as pytest's JUnit report gives them; the unit tests
+Times are each test's own seconds (set-up, call and tear-down) as pytest's JUnit report gives them; the tests
 run on two workers, so their wall time (the report's ``time`` attribute, also printed) is about half their sum.
 A notebook's nbval time is the sum of its cells', which is the time of executing the chapter.
 """
@@ -22,13 +23,17 @@ from collections import defaultdict
 from pathlib import Path
 
 BROWSER_TESTS = ("test_book.py",)  # the built book served to headless Chromium: pages, screenshots, math
+#: Unit tests that execute whole chapters: the full and colab profiles' dry runs, the wheel's chapter run.
+CHAPTER_RUN_TESTS = ("test_full_profile.py", "test_colab_profile.py", "test_wheel.py")
 
 
 def kind(file: str, name: str) -> str:
     """The part of the suite a test belongs to: ``nbval``, ``screenshots`` (the full-page screenshots),
-    ``book`` (the book built and checked in a browser) or ``unit``."""
+    ``book`` (the book built and checked in a browser), ``chapter runs`` (:data:`CHAPTER_RUN_TESTS`) or ``unit``."""
     if file.endswith(".ipynb"):
         return "nbval"
+    if file.endswith(CHAPTER_RUN_TESTS):
+        return "chapter runs"
     if file.endswith(BROWSER_TESTS):
         return "screenshots" if "screenshot" in name else "book"
     return "unit"
@@ -90,7 +95,7 @@ def text(s: dict) -> str:
     lines = [f"`make test` durations on {s['cpu']}: {s['tests']} tests, {s['failed']} failed", "",
              "wall time of each pytest run (s):"]
     lines += [f"  {Path(p).name:<28} {t:8.0f}" for p, t in s["wall_seconds"].items()]
-    lines += ["", "test time by kind (s; the unit tests run on two workers):"]
+    lines += ["", "test time by kind (s; two workers run them):"]
     lines += [f"  {k:<28} {t:8.0f}" for k, t in s["seconds_by_kind"].items()]
     lines += ["", "test time by file (s):"]
     lines += [f"  {f:<50} {t:8.1f}" for f, t in s["seconds_by_file"].items()]
@@ -114,7 +119,7 @@ def main(argv=None) -> int:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text(s))
     print(text(s), end="")
-    # the suite's closing line (both pytest runs together), in the plain form CI reads
+    # the suite's closing line (every JUnit file together), in the plain form CI reads
     print(f"suite: {s['passed']} passed, {s['failed']} failed, {s['skipped']} skipped")
     if args.save:
         args.save.parent.mkdir(parents=True, exist_ok=True)

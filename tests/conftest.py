@@ -20,7 +20,7 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """The nbval run's order (:func:`helpers.slow_first`): its minutes-long files first, longest first."""
+    """`make test`'s order (:func:`helpers.slow_first`): the minutes-long files first, longest first."""
     slow_first(items)
 
 
@@ -28,9 +28,3 @@ def pytest_collection_modifyitems(config, items):
 def root() -> Path:
     return ROOT
 
-
-@pytest.fixture(autouse=True)
-def _no_reference_check(monkeypatch):
-    # notebooks/conftest.py switches the check of trained numbers on for nbval; a plain `pytest` that collects both
-    # folders would otherwise hand it to the unit tests' own small notebooks, which have no committed record
-    monkeypatch.delenv("DML_TUTORIAL_CHECK", raising=False)

@@ -1,5 +1,5 @@
-"""What the test files share: the repository's root, the one-thread setting of the test workers, the nbval run's
-order, and two readers (a benchmark script as a module, the verdict table's cells).
+"""What the test files share: the repository's root, the one-thread setting of the test workers, the order in which
+`make test` hands out its files, and two readers (a benchmark script as a module, the verdict table's cells).
 
 A module of its own, not ``conftest.py``: pytest imports each folder's ``conftest.py`` as the module ``conftest``,
 so with ``tests`` and ``notebooks`` collected in one run, ``from conftest import ROOT`` could find
@@ -11,18 +11,26 @@ ROOT = Path(__file__).resolve().parent.parent
 #: What each pytest-xdist worker, and every kernel or process it starts, computes with: one thread.
 ONE_THREAD = {"DML_TUTORIAL_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1", "NUMBA_NUM_THREADS": "1"}
 
-#: The nbval run's files, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
-#: _build/test-durations.txt at 5c58838). pytest-xdist's ``--dist loadfile`` hands whole files to the two workers; by
-#: default it sorts them by their number of tests, which ran the one-test wheel check (198 s) last with the other
-#: worker idle. The Makefile turns that off (``--no-loadscope-reorder``) for this run, so the order here holds. The
-#: unit tests keep xdist's order: there, longest first (tried in stop 56) ended no sooner (844 s against 830 s).
-SLOW_FIRST = ("notebooks/04_cbswr.ipynb",          # 273
+#: The minutes-long files, longest first (seconds of test time in `make test` on a 2-core AMD EPYC host, from
+#: _build/test-durations.txt at 5c58838; the wheel's check since shortened). `make test` runs every test in one
+#: pytest run on two workers, and pytest-xdist's ``--dist loadfile`` hands whole files to them; by default it sorts
+#: them by their number of tests, which ran the one-test wheel check (198 s) last with the other worker idle. The
+#: Makefile turns that off (``--no-loadscope-reorder``), so the order here holds and the run ends on short files.
+SLOW_FIRST = ("tests/test_book.py",                # 358
+              "tests/test_full_profile.py",        # 298
+              "tests/test_cli.py",                 # 279
+              "notebooks/04_cbswr.ipynb",          # 273
+              "tests/test_colab_profile.py",       # 265
               "notebooks/06_ecaml.ipynb",          # 255
-              "tests/test_wheel.py",               # 198
               "notebooks/05_eps.ipynb",            # 196
               "notebooks/08_bench.ipynb",          # 158
               "notebooks/07_noise_guarantees.ipynb",  # 153
-              "notebooks/03_dcdl.ipynb")           # 147
+              "notebooks/03_dcdl.ipynb",           # 147
+              "tests/test_wheel.py",               # 198 before its chapter ran one epoch at two noise rates
+              "notebooks/01_foundations.ipynb",    # 97
+              "tests/test_slurm.py",               # 91
+              "tests/test_plots.py",               # 76
+              "tests/test_nbval_catches_changes.py")  # 69
 
 
 def slow_first(items) -> None:

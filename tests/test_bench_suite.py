@@ -5,13 +5,14 @@ import pytest
 from helpers import load_benchmark
 
 UNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0"
-failures="1" skipped="1" tests="5" time="30.0">
+failures="1" skipped="1" tests="6" time="30.0">
 <testcase classname="tests.test_losses" name="test_a" time="1.5" />
 <testcase classname="tests.test_losses.TestGroup" name="test_b" time="2.5"><failure message="x">x</failure></testcase>
 <testcase classname="tests.test_book" name="test_no_page_overflows_the_window_and_screenshots_are_written[phone]"
  time="20.0" />
 <testcase classname="tests.test_book" name="test_search_finds_each_chapter" time="6.0" />
 <testcase classname="tests.test_slurm" name="test_cluster" time="0.0"><skipped message="no slurm" /></testcase>
+<testcase classname="tests.test_wheel" name="test_a_chapter_alone" time="8.0" />
 </testsuite></testsuites>"""
 NBVAL = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0"
 failures="0" skipped="0" tests="2" time="50.0">
@@ -32,14 +33,15 @@ def test_sums_by_kind_file_and_test_and_closes_with_the_counts(suite, tmp_path, 
     assert suite.main([str(tmp_path / "unit.xml"), str(tmp_path / "nbval.xml"), "--out", str(out), "--slowest", "2",
                        "--save", str(tmp_path / "s.json")]) == 0
     s = suite.summary(*suite.read([tmp_path / "unit.xml", tmp_path / "nbval.xml"]))
-    assert s["seconds_by_kind"] == {"nbval": 50.0, "screenshots": 20.0, "book": 6.0, "unit": 4.0}
+    assert s["seconds_by_kind"] == {"nbval": 50.0, "screenshots": 20.0, "chapter runs": 8.0, "book": 6.0,
+                                    "unit": 4.0}
     assert s["seconds_by_file"]["notebooks/03_dcdl.ipynb"] == 50.0
     assert s["seconds_by_file"]["tests/test_losses.py"] == 4.0  # a test class's tests count for its file
-    assert (s["passed"], s["failed"], s["skipped"]) == (5, 1, 1)
+    assert (s["passed"], s["failed"], s["skipped"]) == (6, 1, 1)
     assert s["wall_seconds"] == {str(tmp_path / "unit.xml"): 30.0, str(tmp_path / "nbval.xml"): 50.0}
     text = out.read_text()
     assert text.index("40.0  notebooks/03_dcdl.ipynb::Cell 1") < text.index("20.0  tests/test_book.py::test_no_page")
-    assert capsys.readouterr().out.splitlines()[-1] == "suite: 5 passed, 1 failed, 1 skipped"
+    assert capsys.readouterr().out.splitlines()[-1] == "suite: 6 passed, 1 failed, 1 skipped"
 
 
 def test_no_report_is_a_clear_error(suite, tmp_path, capsys):
@@ -65,7 +67,8 @@ def test_the_slow_files_that_make_test_hands_out_first_exist_and_lead_the_collec
                                          "notebooks/06_ecaml.ipynb::Cell 1", "tests/test_a.py::x",
                                          "tests/test_a.py::z"]  # stable within a file: a notebook's cells in order
     make = (root / "Makefile").read_text()
-    assert "$(XDIST) --no-loadscope-reorder notebooks" in make  # or xdist reorders the nbval run by test count
+    assert "XDIST = -n 2 --dist loadfile --no-loadscope-reorder" in make  # or xdist reorders the files by test count
+    assert "$(XDIST) tests notebooks" in make  # one run: no worker idles at the end of a first one
 
 
 def test_no_test_file_imports_a_conftest(root):

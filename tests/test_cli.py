@@ -98,7 +98,7 @@ def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
     tables = out / "01_toy.tables.jsonl"  # but what it measured before failing is kept (a 75-minute run was lost)
     assert str(tables) in err
     recorded = [json.loads(line) for line in tables.read_text().splitlines()]
-    assert [t["table"] for t in recorded][0] == "Toy table" and recorded[0]["measured"] == {"row": {"R@1": [0.5]}}
+    assert recorded[0]["table"] == "Toy table" and recorded[0]["measured"] == {"row": {"R@1": [0.5]}}
     assert cli.main(["run", "toy", "--output", str(out)]) == 0 and not tables.exists()  # a new run replaces it
 
 

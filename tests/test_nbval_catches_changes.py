@@ -37,13 +37,15 @@ def _prints_distances(cell):
         o["output_type"] == "stream" and "distances between" in "".join(o["text"]) for o in cell["outputs"])
 
 
-def _nbval(nb, tmp_path, name, env=None):
+def _nbval(nb, tmp_path, name, env=None, folder=False):
+    """pytest with nbval on ``nb`` saved as ``tmp_path / name`` (or on all of ``tmp_path``, with ``folder``), beside
+    a copy of notebooks/conftest.py."""
     path = tmp_path / name
     path.write_text(json.dumps(nb))
     shutil.copy(ROOT / "notebooks" / "conftest.py", tmp_path / "conftest.py")  # the other-machine emulation
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", "--nbval",
-                           "--nbval-current-env", str(path), "-q"], cwd=tmp_path, capture_output=True, text=True,
-                          check=False, timeout=600, env={**os.environ, **(env or {})})
+                           "--nbval-current-env", str(tmp_path if folder else path), "-q"], cwd=tmp_path,
+                          capture_output=True, text=True, check=False, timeout=600, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
@@ -86,23 +88,33 @@ def test_a_real_change_in_a_trained_table_fails(tmp_path):
     assert f"committed {100 * np.mean(committed):.1f}" in report
 
 
-def test_the_kernels_run_as_another_machine(tmp_path):
-    # the emulation is really on in nbval's kernels: perturbed layer initialisation, other CPU code paths, no GPU
+def test_the_kernels_run_as_another_machine_and_the_unit_tests_beside_them_do_not(tmp_path, monkeypatch):
+    """The emulation is really on in nbval's kernels: perturbed layer initialisation, other CPU code paths, no GPU,
+    the reference check. `make test` runs the unit tests in the same pytest run, on the same workers: a test file
+    collected after the notebook sees none of it (notebooks/conftest.py sets it for the kernels' start only)."""
     import nbformat
+
+    emulated = ("ATEN_CPU_CAPABILITY", "MKL_ENABLE_INSTRUCTIONS", "IPYTHONDIR", "DML_TUTORIAL_CHECK")
+    (tmp_path / "test_after_the_notebook.py").write_text(
+        f"import os\n\ndef test_untouched():\n    assert not [v for v in {emulated!r} if v in os.environ]\n")
 
     nb = nbformat.v4.new_notebook()
     cell = nbformat.v4.new_code_cell(
         "import os, torch\n"
         "print(torch.nn.Linear.reset_parameters.__qualname__, torch.nn.Conv2d.reset_parameters.__qualname__)\n"
-        "print(os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_ENABLE_INSTRUCTIONS'], torch.cuda.is_available())")
+        "print(os.environ['ATEN_CPU_CAPABILITY'], os.environ['MKL_ENABLE_INSTRUCTIONS'], torch.cuda.is_available(),\n"
+        "      os.environ['DML_TUTORIAL_CHECK'])")
     cell.execution_count = 1
     cell.outputs = [nbformat.v4.new_output(
         "stream", name="stdout",
-        text="_perturbed.<locals>.reset_parameters _perturbed.<locals>.reset_parameters\navx2 AVX2 False\n")]
+        text="_perturbed.<locals>.reset_parameters _perturbed.<locals>.reset_parameters\navx2 AVX2 False 1\n")]
     nb.cells = [cell]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    result = _nbval(json.loads(nbformat.writes(nb)), tmp_path, "machine.ipynb")
+    for name in (*emulated, "DML_TUTORIAL_SAME_MACHINE"):  # as a test worker has it, whatever the shell set
+        monkeypatch.delenv(name, raising=False)
+    result = _nbval(json.loads(nbformat.writes(nb)), tmp_path, "machine.ipynb", folder=True)
     assert result.returncode == 0, result.stdout[-3000:]
+    assert "2 passed" in result.stdout  # the notebook's one cell, then the test file
 
 
 @pytest.mark.parametrize("chapter", sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb")), ids=lambda p: p.stem)
