@@ -131,6 +131,55 @@ def rates(name: str, cfg: dict) -> list:
     return [None] if not candidates or method(name).knob == "lr" else list(candidates)
 
 
+def next_rates(results: dict, ladder, metric: str = "MAP@R") -> dict:
+    """One step of the search's walk along the learning-rate ``ladder`` (ascending; issue #48: a method whose best
+    rate sits at the edge of its grid has not had its best shot). From the trials so far, ``{(name, (value, lr)):
+    [Run per seed]}``, returns ``{name: rate}`` for each method whose best trial (by mean ``metric``, as
+    :func:`choose` picks it) is at the highest rate it has tried, with the ladder's next rate above, or at the
+    lowest, with the next rate below. A method whose best rate lies between two tried rates is left out (its walk
+    is over), as is one at the ladder's end or one trained at the profile's own rate (``lr`` ``None``)."""
+    ladder, tried = sorted(ladder), {}
+    for name, (_, lr) in results:
+        tried.setdefault(name, set()).add(lr)
+    out = {}
+    for name, (_, lr) in choose(results, metric).items():
+        if lr is None:
+            continue
+        if len(tried[name]) < 2:
+            raise ValueError(f"{name}: a walk needs two tried rates to know its direction, got {sorted(tried[name])}")
+        if not any(np.isclose(lr, ladder)):
+            raise ValueError(f"{name}'s rate {lr:g} is not on the ladder {ladder}")
+        i = int(np.flatnonzero(np.isclose(lr, ladder))[0])
+        step = 1 if lr == max(tried[name]) else -1 if lr == min(tried[name]) else 0
+        if step and 0 <= i + step < len(ladder):
+            out[name] = ladder[i + step]
+    return out
+
+
+def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
+    """Each method's trials on a validation split: every value of its knob at each of its :func:`rates`, then,
+    where the profile has a ``lr_ladder``, the walk of :func:`next_rates` (every value at the next rate, until the
+    best rate lies between two tried ones or the ladder ends). ``fit({(name, (value, lr)): kwargs of run})``
+    trains one round and returns ``{(name, (value, lr)): [Run per seed]}``. Returns every trial, each method's
+    rows together in the order of its values and rates (so that :func:`choose` breaks ties as before: the
+    paper's value first)."""
+    results, todo, ladder = {}, {n: rates(n, cfg) for n in names}, cfg.get("lr_ladder")
+    while todo:
+        trials = {(n, (v, lr)): {"name": n, "value": v, "lr": lr, "measures": (metric,)}
+                  for n, lrs in todo.items() for v in method(n).values for lr in lrs}
+        results = _in_order({**results, **fit(trials)}, names)
+        todo = {n: [lr] for n, lr in next_rates(results, ladder, metric).items()} if ladder else {}
+    return results
+
+
+def _in_order(results: dict, names) -> dict:
+    """``{(name, (value, lr)): runs}`` sorted by method (as in ``names``), value (as its method lists them) and rate."""
+    def key(item):
+        (name, (value, lr)), _ = item
+        return list(names).index(name), method(name).values.index(value), lr or 0.0
+    return dict(sorted(results.items(), key=key))
+
+
 #: The bench's measures, in its tables' order.
 MEASURES = ("MAP@R", "R@1", "NMI")
 

@@ -238,7 +238,9 @@ def _bench(cfg, n_train):  # per method: the search on the validation split, the
     out = []
     for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
         m = bench.method(name)
-        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * len(bench.rates(name, cfg))  # each value at each rate
+        # each value at each rate; a walk along lr_ladder takes at least one more rate (bench.search), counted here
+        rates = len(bench.rates(name, cfg)) + bool(cfg.get("lr_ladder") and bench.rates(name, cfg) != [None])
+        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * rates
         if m.supervised:
             out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
                                  ("bench", name), cfg["p"]))

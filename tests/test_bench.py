@@ -350,3 +350,78 @@ def test_a_method_whose_knob_is_its_rate_searches_it_through_its_values(monkeypa
     assert bench.settings(by_rate.name, cfg, 1e-4)["lr"] == 1e-4
     with pytest.raises(ValueError, match="its learning rate"):
         bench.settings(by_rate.name, cfg, 1e-4, lr=1e-3)
+
+
+LADDER = [3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
+
+
+def _walk(peaks, start=(1e-3, 3e-3)):
+    """bench.search with a fake round of training: each method's MAP@R falls with the distance (in decades) of the
+    rate from its ``peaks`` rate, and its knob's later values score a little lower at every rate."""
+    names = list(peaks)
+    cfg = {"method_lrs": list(start), "lr_ladder": LADDER}
+    rounds = []
+
+    def fit(trials):
+        rounds.append(sorted({(n, lr) for n, (_, lr) in trials}))
+        return {(n, (v, lr)): [experiment.Run({"MAP@R": 1 - abs(np.log10(lr / peaks[n]))
+                                                         - 0.01 * bench.method(n).values.index(v)}, None, None)]
+                for n, (v, lr) in trials}
+
+    return bench.search(names, cfg, fit), rounds
+
+
+def test_the_search_walks_each_method_to_a_rate_between_two_it_tried():
+    peaks = {"MS": 1e-2, "SME": 1e-3, "CBSwR": 1e-5, "Margin": 2e-3}
+    searched, rounds = _walk(peaks)
+    tried = {n: sorted({lr for m, (_, lr) in searched if m == n}) for n in peaks}
+    # MS walks up to its peak and one beyond; SME's peak is a start rate, at the bottom of the two: one step down;
+    # CBSwR's peak lies below the ladder: it walks to the ladder's end; Margin's lies between the two start rates,
+    # nearer 3e-3 (the higher start wins), so it tries 1e-2 and stops
+    assert tried == {"MS": [1e-3, 3e-3, 1e-2, 3e-2], "SME": [3e-4, 1e-3, 3e-3],
+                     "CBSwR": [3e-5, 1e-4, 3e-4, 1e-3, 3e-3], "Margin": [1e-3, 3e-3, 1e-2]}
+    assert rounds[1] == [("CBSwR", 3e-4), ("MS", 1e-2), ("Margin", 1e-2), ("SME", 3e-4)]  # one rate per method
+    for n in peaks:  # every value of the knob at every rate tried
+        assert {v for m, (v, _) in searched if m == n} == set(bench.method(n).values)
+        assert len([1 for m, _ in searched if m == n]) == bench.SEARCH_BUDGET * len(tried[n])
+    best = bench.choose(searched)
+    assert {n: lr for n, (_, lr) in best.items()} == {"MS": 1e-2, "SME": 1e-3, "CBSwR": 3e-5, "Margin": 3e-3}
+    assert all(v == bench.method(n).values[0] for n, (v, _) in best.items())
+    order = [(n, bench.method(n).values.index(v), lr) for n, (v, lr) in searched]
+    assert order == sorted(order, key=lambda t: (list(peaks).index(t[0]), t[1], t[2]))  # a method's rows together
+
+
+def test_the_search_without_a_ladder_is_one_round_over_the_grid():
+    cfg = {"method_lrs": [3e-4, 1e-3]}
+    rounds = []
+
+    def fit(trials):
+        rounds.append(trials)
+        return {key: [experiment.Run({"MAP@R": key[1][1]}, None, None)] for key in trials}
+
+    searched = bench.search(["MS"], cfg, fit)
+    assert len(rounds) == 1 and len(searched) == bench.SEARCH_BUDGET * 2
+    assert rounds[0][("MS", (1.0, 3e-4))] == {"name": "MS", "value": 1.0, "lr": 3e-4, "measures": ("MAP@R",)}
+
+
+def test_the_walk_refuses_a_rate_off_the_ladder_and_a_single_rate():
+    def runs(scores):
+        return {("MS", (1.0, lr)): [experiment.Run({"MAP@R": s}, None, None)] for lr, s in scores.items()}
+
+    with pytest.raises(ValueError, match="not on the ladder"):
+        bench.next_rates(runs({2e-3: 0.5, 1e-3: 0.4}), LADDER)
+    with pytest.raises(ValueError, match="two tried rates"):
+        bench.next_rates(runs({1e-3: 0.5}), LADDER)
+    assert bench.next_rates(runs({3e-2: 0.5, 1e-2: 0.4}), LADDER) == {}  # the ladder's top: the walk ends
+    assert bench.next_rates({("MS", (1.0, None)): [experiment.Run({"MAP@R": 0.5}, None, None)]}, LADDER) == {}
+
+
+def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
+    cfg = profiles.settings("bench", "glyphs2")
+    names = bench.selected(cfg)
+    labelled = sum(bench.METHODS[n].supervised for n in names)
+    noisy = sum(1 for r in cfg["rates"] if r)
+    rates = len(cfg["method_lrs"]) + 1  # the two start rates, and the walk's first step
+    expected = (bench.SEARCH_BUDGET * cfg["search_seeds"] * rates * len(names) + cfg["n_seeds"] * len(names)
+                + 2 * noisy * cfg["n_seeds"] * labelled)
+    assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
