@@ -172,6 +172,27 @@ def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
     return results
 
 
+def sure_rates(name: str, cfg: dict) -> int:
+    """How many rates :func:`search` tries for method ``name`` whatever the scores, what a plan can count in
+    advance: its :func:`rates`, and one step of the walk where it starts from two rates with a ladder rate beyond
+    each (the better of two always sits at an edge). The walk's further steps are counted once they are known
+    (:func:`unplanned`)."""
+    start, ladder = rates(name, cfg), sorted(cfg.get("lr_ladder") or [])
+    if start == [None] or len(start) != 2 or not ladder:
+        return len(start)
+    return 2 + (ladder[0] < min(start) and ladder[-1] > max(start))
+
+
+def unplanned(searched: dict, cfg: dict) -> dict:
+    """``{name: trainings}``: what :func:`search` trained for each method beyond :func:`sure_rates`' count (every
+    value of its knob, every search seed), from its trials ``{(name, (value, lr)): [Run per seed]}``: the walk's
+    further steps, which the chapter adds to its plan (:meth:`dml_tutorial.plan.Plan.add`) before checking it."""
+    ran, seeds = {}, {}
+    for (name, _), runs in searched.items():
+        ran[name], seeds[name] = ran.get(name, 0) + len(runs), len(runs)
+    return {name: n - seeds[name] * len(method(name).values) * sure_rates(name, cfg) for name, n in ran.items()}
+
+
 def _in_order(results: dict, names) -> dict:
     """``{(name, (value, lr)): runs}`` sorted by method (as in ``names``), value (as its method lists them) and rate."""
     def key(item):

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -238,9 +238,8 @@ def _bench(cfg, n_train):  # per method: the search on the validation split, the
     out = []
     for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
         m = bench.method(name)
-        # each value at each rate; a walk along lr_ladder takes at least one more rate (bench.search), counted here
-        rates = len(bench.rates(name, cfg)) + bool(cfg.get("lr_ladder") and bench.rates(name, cfg) != [None])
-        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * rates
+        # each value at each rate the search surely tries; the notebook adds the walk's further rates (Plan.add)
+        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * bench.sure_rates(name, cfg)
         if m.supervised:
             out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
                                  ("bench", name), cfg["p"]))
@@ -470,6 +469,18 @@ class Plan:
                      f"{_duration(r.seconds(self.estimate()))} beyond the training")
         lines.append(f"Estimated time in all: {_duration(self.estimate() + r.seconds(self.estimate()))}")
         return "\n".join(lines)
+
+    def add(self, section: str, runs: int, like: str) -> None:
+        """Count ``runs`` more trainings like those of section ``like`` (its steps, batch and probe): trainings the
+        chapter could not count in advance (the bench's search walks each method's rate until its best lies
+        between two tried rates: :func:`dml_tutorial.bench.unplanned`), added once known, before :meth:`check`."""
+        base = next((t for t in self.trainings if t.section == like), None)
+        if base is None:
+            raise ValueError(f"the plan has no section {like!r}: {', '.join(t.section for t in self.trainings)}")
+        if runs < 0:
+            raise ValueError(f"a section's count is 0 or more, got {runs} for {section!r}")
+        if runs:
+            self.trainings.append(replace(base, section=section, runs=runs))
 
     def check(self) -> str:
         """The trainings run since the plan was made (:data:`train.TRAININGS`, cached runs included) against the

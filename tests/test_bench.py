@@ -384,6 +384,9 @@ def test_the_search_walks_each_method_to_a_rate_between_two_it_tried():
     for n in peaks:  # every value of the knob at every rate tried
         assert {v for m, (v, _) in searched if m == n} == set(bench.method(n).values)
         assert len([1 for m, _ in searched if m == n]) == bench.SEARCH_BUDGET * len(tried[n])
+    cfg = {"method_lrs": [1e-3, 3e-3], "lr_ladder": LADDER}
+    assert all(bench.sure_rates(n, cfg) == 3 for n in peaks)  # the two start rates and the walk's first step
+    assert bench.unplanned(searched, cfg) == {"MS": 3, "SME": 0, "CBSwR": 6, "Margin": 0}  # 3 values a rate
     best = bench.choose(searched)
     assert {n: lr for n, (_, lr) in best.items()} == {"MS": 1e-2, "SME": 1e-3, "CBSwR": 3e-5, "Margin": 3e-3}
     assert all(v == bench.method(n).values[0] for n, (v, _) in best.items())
@@ -402,6 +405,14 @@ def test_the_search_without_a_ladder_is_one_round_over_the_grid():
     searched = bench.search(["MS"], cfg, fit)
     assert len(rounds) == 1 and len(searched) == bench.SEARCH_BUDGET * 2
     assert rounds[0][("MS", (1.0, 3e-4))] == {"name": "MS", "value": 1.0, "lr": 3e-4, "measures": ("MAP@R",)}
+
+
+def test_a_plan_counts_the_walks_first_step_only_where_it_is_sure():
+    ms = "MS"
+    assert bench.sure_rates(ms, {"method_lrs": [1e-3, 3e-3]}) == 2  # no ladder: no walk
+    assert bench.sure_rates(ms, {"method_lrs": [1e-3, 3e-3], "lr_ladder": [1e-3, 3e-3, 1e-2]}) == 2  # may end
+    assert bench.sure_rates(ms, {"method_lrs": [3e-4, 1e-3, 3e-3], "lr_ladder": LADDER}) == 3  # may stop inside
+    assert bench.sure_rates(ms, {"method_lrs": None, "lr_ladder": LADDER}) == 1  # the profile's own rate
 
 
 def test_the_walk_refuses_a_rate_off_the_ladder_and_a_single_rate():

@@ -77,6 +77,21 @@ def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
         p.check()
 
 
+def test_trainings_known_only_once_run_are_added_like_a_section_of_the_plan():
+    p = _plan(runs=2)
+    p.add("Table 1, the walk", 3, like="Table 1")  # same steps and probe: 3 x 10 steps at 0.5 s
+    assert p.runs == 5 and p.estimate() == 5 * 10 * 0.5
+    p.add("Table 1, nothing more", 0, like="Table 1")
+    assert [t.section for t in p.trainings] == ["Table 1", "Table 1, the walk"]
+    for i in range(5):
+        train.record_training(f"run {i}", 10, 1.0)
+    assert p.check().startswith("5 trainings as planned")
+    with pytest.raises(ValueError, match="no section 'Table 9'"):
+        p.add("more", 1, like="Table 9")
+    with pytest.raises(ValueError, match="0 or more, got -1"):
+        p.add("fewer", -1, like="Table 1")
+
+
 def test_durations_read_in_the_unit_that_fits():
     assert [plan._duration(s) for s in (42, 600, 7200)] == ["42 s", "10.0 min", "2.0 h"]
 
