@@ -37,7 +37,8 @@ class Method:
     """``local`` (a key of :data:`dml_tutorial.objective.LOCAL`) with ``options`` (its sampling strategies), or the
     :mod:`~dml_tutorial.clustering` method ``unsupervised``; ``knob`` is the searched hyperparameter: a term of
     :data:`dml_tutorial.objective.TERMS` (its weight), ``"lr"`` (the learning rate), a local-loss option, or a
-    setting of the unsupervised method (``tau``, ``k``); ``values`` its candidates, the paper's default first."""
+    setting of the unsupervised method (``tau``, ``k``); ``values`` its candidates, the paper's default first;
+    ``ladder`` the values a search's walk may reach (:func:`next_trials`), in order, the candidates among them."""
 
     name: str
     knob: str
@@ -45,6 +46,7 @@ class Method:
     local: str | None = None
     options: tuple = ()
     unsupervised: str | None = None
+    ladder: tuple = ()
 
     @property
     def supervised(self) -> bool:
@@ -55,23 +57,31 @@ _TRIPLET = (("negatives", "semihard-random"),)
 #: DCDL's own local loss (dcdl.LOCAL_LOSSES["trip"]: margin 0.5 on squared distances, FaceNet's band), the base
 #: its lambda was set against.
 _DCDL_TRIPLET = (("margin", 0.5), ("squared", True), ("negatives", "semihard-band"))
+#: The ladders of the walk (:func:`next_trials`): a step beyond each end of the candidates, or two where the first
+#: test bed II search chose an end (N-pair's scale 10, a triplet margin of 0.4).
+_MARGINS = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: The bench's methods, by the name its tables use.
 METHODS = {m.name: m for m in (
-    Method("Triplet, random semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET),
-    Method("Triplet, fixed semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", (("negatives", "semihard-fixed"),)),
-    Method("Margin", "beta", (1.2, 0.8, 1.0), "margin"),
-    Method("MS", "lam", (1.0, 0.5, 0.75), "multi_similarity"),
+    Method("Triplet, random semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET, ladder=_MARGINS),
+    Method("Triplet, fixed semi-hard", "margin", (0.2, 0.1, 0.4), "triplet", (("negatives", "semihard-fixed"),),
+           ladder=_MARGINS),
+    Method("Margin", "beta", (1.2, 0.8, 1.0), "margin", ladder=(0.4, 0.6, 0.8, 1.0, 1.2, 1.4)),
+    Method("MS", "lam", (1.0, 0.5, 0.75), "multi_similarity", ladder=(0.25, 0.5, 0.75, 1.0)),  # a cosine: <= 1
     # on unit-norm embeddings N-pair's knob is the scale of its similarities (an inverse temperature; its l2_reg
     # acts on norms the model fixes): Sohn's 1, and ECAML's released code's 10
-    Method("N-pair", "scale", (1.0, 3.0, 10.0), "npairs"),
-    Method("Binomial", "beta", (0.5, 0.3, 0.7), "binomial"),
+    Method("N-pair", "scale", (1.0, 3.0, 10.0), "npairs", ladder=(0.3, 1.0, 3.0, 10.0, 30.0, 100.0)),
+    Method("Binomial", "beta", (0.5, 0.3, 0.7), "binomial", ladder=(0.1, 0.3, 0.5, 0.7, 0.9)),  # a cosine
     # DCDL's rows on DCDL's own triplet; lambda from the paper's down to small weights (chapter 3: large ones cost)
-    Method("Triplet + L^W", "sinkhorn", (dcdl.LAMBDA["W"], 0.01, 0.1), "triplet", _DCDL_TRIPLET),
-    Method("Triplet + L^L", "mmd", (dcdl.LAMBDA["L"], 0.01, 0.05), "triplet", _DCDL_TRIPLET),
-    Method("Triplet + EC", "energy_confusion", (ecaml.LAMBDA["triplet"], 0.1, 1.0), "triplet", _TRIPLET),
-    Method("EPS + Triplet", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET + (("positives", "easy"),)),
-    Method("SME", "tau", (clustering.TAU, 0.05, 0.2), unsupervised="SME"),
-    Method("CBSwR", "k", (clustering.K, 16, 64), unsupervised="CBSwR"),
+    Method("Triplet + L^W", "sinkhorn", (dcdl.LAMBDA["W"], 0.01, 0.1), "triplet", _DCDL_TRIPLET,
+           ladder=(0.001, 0.01, 0.1, 0.5, 2.0)),
+    Method("Triplet + L^L", "mmd", (dcdl.LAMBDA["L"], 0.01, 0.05), "triplet", _DCDL_TRIPLET,
+           ladder=(0.002, 0.01, 0.05, 0.2, 1.0)),
+    Method("Triplet + EC", "energy_confusion", (ecaml.LAMBDA["triplet"], 0.1, 1.0), "triplet", _TRIPLET,
+           ladder=(0.005, 0.02, 0.1, 1.0, 10.0)),
+    Method("EPS + Triplet", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET + (("positives", "easy"),),
+           ladder=_MARGINS),
+    Method("SME", "tau", (clustering.TAU, 0.05, 0.2), unsupervised="SME", ladder=(0.025, 0.05, 0.1, 0.2, 0.4)),
+    Method("CBSwR", "k", (clustering.K, 16, 64), unsupervised="CBSwR", ladder=(8, 16, 32, 64, 128)),
 )}
 
 
@@ -131,73 +141,86 @@ def rates(name: str, cfg: dict) -> list:
     return [None] if not candidates or method(name).knob == "lr" else list(candidates)
 
 
-def next_rates(results: dict, ladder, metric: str = "MAP@R") -> dict:
-    """One step of the search's walk along the learning-rate ``ladder`` (ascending; issue #48: a method whose best
-    rate sits at the edge of its grid has not had its best shot). From the trials so far, ``{(name, (value, lr)):
-    [Run per seed]}``, returns ``{name: rate}`` for each method whose best trial (by mean ``metric``, as
-    :func:`choose` picks it) is at the highest rate it has tried, with the ladder's next rate above, or at the
-    lowest, with the next rate below. A method whose best rate lies between two tried rates is left out (its walk
-    is over), as is one at the ladder's end or one trained at the profile's own rate (``lr`` ``None``)."""
-    ladder, tried = sorted(ladder), {}
-    for name, (_, lr) in results:
-        tried.setdefault(name, set()).add(lr)
+def next_trials(results: dict, cfg: dict, metric: str = "MAP@R") -> dict:
+    """One step of the search's walk (issue #48: a method whose best setting sits at the edge of its grid has not
+    had its best shot). From the trials so far, ``{(name, (value, lr)): [Run per seed]}``, returns ``{name:
+    [(value, lr), ...]}``: from each method's best trial (by mean ``metric``, as :func:`choose` picks it), the
+    next point past it along each axis through it on which it is the highest or the lowest tried: its knob along
+    :attr:`Method.ladder` at the best rate (where the profile sets ``walk_knobs``), and its learning rate along the
+    profile's ``lr_ladder`` at the best value. A method whose best is flanked on both axes, or sits at the end of a
+    ladder, is left out: its walk is over."""
     out = {}
-    for name, (_, lr) in choose(results, metric).items():
-        if lr is None:
-            continue
-        if len(tried[name]) < 2:
-            raise ValueError(f"{name}: a walk needs two tried rates to know its direction, got {sorted(tried[name])}")
-        if not any(np.isclose(lr, ladder)):
-            raise ValueError(f"{name}'s rate {lr:g} is not on the ladder {ladder}")
-        i = int(np.flatnonzero(np.isclose(lr, ladder))[0])
-        step = 1 if lr == max(tried[name]) else -1 if lr == min(tried[name]) else 0
-        if step and 0 <= i + step < len(ladder):
-            out[name] = ladder[i + step]
+    for name, (value, lr) in choose(results, metric).items():
+        tried = [key for n, key in results if n == name]
+        steps = []
+        if cfg.get("walk_knobs") and method(name).ladder:
+            steps += [(v, lr) for v in _beyond(value, [v for v, r in tried if r == lr], method(name).ladder)]
+        if cfg.get("lr_ladder") and lr is not None:
+            steps += [(value, r) for r in _beyond(lr, [r for v, r in tried if v == value], cfg["lr_ladder"])]
+        if steps:
+            out[name] = steps
     return out
 
 
+def _beyond(x: float, tried: list, ladder) -> list:
+    """The values of ``ladder`` next to ``x`` on each side where nothing ``tried`` lies beyond ``x`` (both sides for
+    a lone point), short of the ladder's ends."""
+    ladder = sorted(ladder)
+    at = np.flatnonzero(np.isclose(x, ladder))
+    if not len(at):
+        raise ValueError(f"{x:g} is not on the ladder {ladder}")
+    i = int(at[0])
+    return ([ladder[i + 1]] if x >= max(tried) and i + 1 < len(ladder) else []) + \
+        ([ladder[i - 1]] if x <= min(tried) and i > 0 else [])
+
+
 def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
-    """Each method's trials on a validation split: every value of its knob at each of its :func:`rates`, then,
-    where the profile has a ``lr_ladder``, the walk of :func:`next_rates` (every value at the next rate, until the
-    best rate lies between two tried ones or the ladder ends). ``fit({(name, (value, lr)): kwargs of run})``
-    trains one round and returns ``{(name, (value, lr)): [Run per seed]}``. Returns every trial, each method's
-    rows together in the order of its values and rates (so that :func:`choose` breaks ties as before: the
-    paper's value first)."""
-    results, todo, ladder = {}, {n: rates(n, cfg) for n in names}, cfg.get("lr_ladder")
-    while todo:
-        trials = {(n, (v, lr)): {"name": n, "value": v, "lr": lr, "measures": (metric,)}
-                  for n, lrs in todo.items() for v in method(n).values for lr in lrs}
-        results = _in_order({**results, **fit(trials)}, names)
-        todo = {n: [lr] for n, lr in next_rates(results, ladder, metric).items()} if ladder else {}
+    """Each method's trials on a validation split: every value of its knob at each of its :func:`rates` (a grid),
+    then, where the profile sets a ``lr_ladder`` or ``walk_knobs``, the walk of :func:`next_trials` from the best,
+    until it is flanked on both axes or the ladders end (a pattern search). ``fit({(name, (value, lr)): kwargs of
+    run})`` trains one round and returns ``{(name, (value, lr)): [Run per seed]}``. Returns every trial, each
+    method's rows together: its values as it lists them (the paper's first, so that :func:`choose` breaks ties
+    for it), then those its walk added, each at its rates in order."""
+    trials = {n: [(v, lr) for v in method(n).values for lr in rates(n, cfg)] for n in names}
+    results = {}
+    while trials:
+        runs = fit({(n, key): {"name": n, "value": key[0], "lr": key[1], "measures": (metric,)}
+                    for n, keys in trials.items() for key in keys})
+        results = _in_order({**results, **runs}, names)
+        trials = next_trials(results, cfg, metric)
     return results
 
 
-def sure_rates(name: str, cfg: dict) -> int:
-    """How many rates :func:`search` tries for method ``name`` whatever the scores, what a plan can count in
-    advance: its :func:`rates`, and one step of the walk where it starts from two rates with a ladder rate beyond
-    each (the better of two always sits at an edge). The walk's further steps are counted once they are known
-    (:func:`unplanned`)."""
+def sure_trials(name: str, cfg: dict) -> int:
+    """How many trials :func:`search` runs for method ``name`` whatever the scores, what a plan can count in
+    advance: the grid of its values and :func:`rates`, and the walk's first step along the rates where it starts
+    from two rates with a ladder rate beyond each (the better of two always sits at an edge). The rest of the
+    walk is counted once it has run (:func:`unplanned`)."""
     start, ladder = rates(name, cfg), sorted(cfg.get("lr_ladder") or [])
+    grid = len(method(name).values) * len(start)
     if start == [None] or len(start) != 2 or not ladder:
-        return len(start)
-    return 2 + (ladder[0] < min(start) and ladder[-1] > max(start))
+        return grid
+    return grid + (ladder[0] < min(start) and ladder[-1] > max(start))
 
 
 def unplanned(searched: dict, cfg: dict) -> dict:
-    """``{name: trainings}``: what :func:`search` trained for each method beyond :func:`sure_rates`' count (every
-    value of its knob, every search seed), from its trials ``{(name, (value, lr)): [Run per seed]}``: the walk's
-    further steps, which the chapter adds to its plan (:meth:`dml_tutorial.plan.Plan.add`) before checking it."""
+    """``{name: trainings}``: what :func:`search` trained for each method beyond :func:`sure_trials`' count (every
+    search seed), from its trials ``{(name, (value, lr)): [Run per seed]}``: the walk's further steps, which the
+    chapter adds to its plan (:meth:`dml_tutorial.plan.Plan.add`) before checking it."""
     ran, seeds = {}, {}
     for (name, _), runs in searched.items():
         ran[name], seeds[name] = ran.get(name, 0) + len(runs), len(runs)
-    return {name: n - seeds[name] * len(method(name).values) * sure_rates(name, cfg) for name, n in ran.items()}
+    return {name: n - seeds[name] * sure_trials(name, cfg) for name, n in ran.items()}
 
 
 def _in_order(results: dict, names) -> dict:
-    """``{(name, (value, lr)): runs}`` sorted by method (as in ``names``), value (as its method lists them) and rate."""
+    """``{(name, (value, lr)): runs}`` by method (as in ``names``), value (as its method lists them, then those
+    its walk added, in order) and rate."""
     def key(item):
         (name, (value, lr)), _ = item
-        return list(names).index(name), method(name).values.index(value), lr or 0.0
+        values = method(name).values
+        return list(names).index(name), (values.index(value), 0.0) if value in values else (len(values), value), \
+            lr or 0.0
     return dict(sorted(results.items(), key=key))
 
 

@@ -238,8 +238,8 @@ def _bench(cfg, n_train):  # per method: the search on the validation split, the
     out = []
     for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
         m = bench.method(name)
-        # each value at each rate the search surely tries; the notebook adds the walk's further rates (Plan.add)
-        search = cfg["search_seeds"] * bench.SEARCH_BUDGET * bench.sure_rates(name, cfg)
+        # the trials the search runs whatever the scores; the notebook adds the rest of its walk (Plan.add)
+        search = cfg["search_seeds"] * bench.sure_trials(name, cfg)
         if m.supervised:
             out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
                                  ("bench", name), cfg["p"]))

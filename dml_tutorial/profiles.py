@@ -372,16 +372,19 @@ CHAPTERS["noise_guarantees"]["glyphs2"] = _glyphs2("noise_guarantees", epochs=15
                                                    checkpoint_rates=[0.0, 0.4])
 # The bench: every method, 12 x 5 batches, 10 epochs of 100, noise rates 0 and 0.4 with their toplines, the search
 # on 200 held-out seen characters over each method's knob and its own learning rate (issue #48: at one rate for all,
-# the recipe moved R@1 by 13-19 points, as much as the bench's headline gap): every knob value at method_lrs, then a
-# walk along lr_ladder toward the better rate until the best lies between two tried rates (bench.search). Why a walk:
-# a first seed 0 searched [3e-4, 1e-3] and every labelled method chose 1e-3, the grid's edge (that run, from 4b0ef0c:
-# `git show aaf65ab:data/results/bench/glyphs2_seed-0.json`); a second searched [3e-4, 1e-3, 3e-3] and 7 of 12 chose
-# 3e-3, the edge again, CBSwR 3e-4, the other edge (from af5e625: `git show 2bf434f:data/results/bench/
+# the recipe moved R@1 by 13-19 points, as much as the bench's headline gap): a grid of the knob's three values at
+# method_lrs, then a walk from the best, along the knob's ladder (walk_knobs; bench.METHODS) and along lr_ladder,
+# until the best is flanked on both axes (bench.search). Why a walk: a first seed 0 searched [3e-4, 1e-3] and every
+# labelled method chose 1e-3, the grid's edge (from 4b0ef0c: `git show aaf65ab:data/results/bench/
+# glyphs2_seed-0.json`); a second searched [3e-4, 1e-3, 3e-3] and 7 of 12 chose 3e-3, the edge again, CBSwR 3e-4,
+# the other edge, while N-pair (scale 10), the fixed semi-hard triplet and EPS (margin 0.4) chose the top of their
+# knob at every rate and the margin loss (beta 0.8) its bottom (from af5e625: `git show 2bf434f:data/results/bench/
 # glyphs2_seed-0.json`, shown until seed 0 is re-run under the walk, which was committed before any seed used it).
 # NMI clusters the first cluster_classes (100) unseen characters, as the chapters do; the first run clustered all 500.
 CHAPTERS["bench"]["glyphs2"] = _glyphs2("bench", epochs=10, batches_per_epoch=100, p=12, k=5, rates=[0.0, 0.4],
                                         held_out=200, search_seeds=1, unsup_epochs=4, max_shift=2,
-                                        method_lrs=[1e-3, 3e-3], lr_ladder=[3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2])
+                                        method_lrs=[1e-3, 3e-3], lr_ladder=[3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
+                                        walk_knobs=True)
 
 
 # The colab profile's budget, before any T4 measured it: an H100 trained these backbones at the images per second of

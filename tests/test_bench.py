@@ -355,43 +355,59 @@ def test_a_method_whose_knob_is_its_rate_searches_it_through_its_values(monkeypa
 LADDER = [3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
 
 
-def _walk(peaks, start=(1e-3, 3e-3)):
-    """bench.search with a fake round of training: each method's MAP@R falls with the distance (in decades) of the
-    rate from its ``peaks`` rate, and its knob's later values score a little lower at every rate."""
-    names = list(peaks)
-    cfg = {"method_lrs": list(start), "lr_ladder": LADDER}
+def _walk(score, names, walk_knobs=False):
+    """bench.search with a fake round of training that scores each trial ``score(name, value, lr)``; returns every
+    trial and each round's (name, value, lr)."""
+    cfg = {"method_lrs": [1e-3, 3e-3], "lr_ladder": LADDER, "walk_knobs": walk_knobs}
     rounds = []
 
     def fit(trials):
-        rounds.append(sorted({(n, lr) for n, (_, lr) in trials}))
-        return {(n, (v, lr)): [experiment.Run({"MAP@R": 1 - abs(np.log10(lr / peaks[n]))
-                                                         - 0.01 * bench.method(n).values.index(v)}, None, None)]
-                for n, (v, lr) in trials}
+        rounds.append(sorted((n, v, lr) for n, (v, lr) in trials))
+        return {(n, (v, lr)): [experiment.Run({"MAP@R": score(n, v, lr)}, None, None)] for n, (v, lr) in trials}
 
-    return bench.search(names, cfg, fit), rounds
+    return bench.search(names, cfg, fit), rounds, cfg
 
 
-def test_the_search_walks_each_method_to_a_rate_between_two_it_tried():
+def test_the_search_walks_each_methods_rate_until_its_best_lies_between_two_it_tried():
     peaks = {"MS": 1e-2, "SME": 1e-3, "CBSwR": 1e-5, "Margin": 2e-3}
-    searched, rounds = _walk(peaks)
+
+    def score(n, v, lr):  # falls with the decades from the method's peak; the paper's value best at every rate
+        return 1 - abs(np.log10(lr / peaks[n])) - 0.01 * bench.method(n).values.index(v)
+
+    searched, rounds, cfg = _walk(score, list(peaks))
     tried = {n: sorted({lr for m, (_, lr) in searched if m == n}) for n in peaks}
     # MS walks up to its peak and one beyond; SME's peak is a start rate, at the bottom of the two: one step down;
     # CBSwR's peak lies below the ladder: it walks to the ladder's end; Margin's lies between the two start rates,
     # nearer 3e-3 (the higher start wins), so it tries 1e-2 and stops
     assert tried == {"MS": [1e-3, 3e-3, 1e-2, 3e-2], "SME": [3e-4, 1e-3, 3e-3],
                      "CBSwR": [3e-5, 1e-4, 3e-4, 1e-3, 3e-3], "Margin": [1e-3, 3e-3, 1e-2]}
-    assert rounds[1] == [("CBSwR", 3e-4), ("MS", 1e-2), ("Margin", 1e-2), ("SME", 3e-4)]  # one rate per method
-    for n in peaks:  # every value of the knob at every rate tried
-        assert {v for m, (v, _) in searched if m == n} == set(bench.method(n).values)
-        assert len([1 for m, _ in searched if m == n]) == bench.SEARCH_BUDGET * len(tried[n])
-    cfg = {"method_lrs": [1e-3, 3e-3], "lr_ladder": LADDER}
-    assert all(bench.sure_rates(n, cfg) == 3 for n in peaks)  # the two start rates and the walk's first step
-    assert bench.unplanned(searched, cfg) == {"MS": 3, "SME": 0, "CBSwR": 6, "Margin": 0}  # 3 values a rate
+    paper = {n: bench.method(n).values[0] for n in peaks}  # each step at the best value, the paper's here
+    assert rounds[1] == sorted([("CBSwR", paper["CBSwR"], 3e-4), ("MS", paper["MS"], 1e-2),
+                                ("Margin", paper["Margin"], 1e-2), ("SME", paper["SME"], 3e-4)])
+    assert all(bench.sure_trials(n, cfg) == 3 * 2 + 1 for n in peaks)  # the grid and the walk's first step
+    assert bench.unplanned(searched, cfg) == {"MS": 1, "SME": 0, "CBSwR": 2, "Margin": 0}
     best = bench.choose(searched)
     assert {n: lr for n, (_, lr) in best.items()} == {"MS": 1e-2, "SME": 1e-3, "CBSwR": 3e-5, "Margin": 3e-3}
-    assert all(v == bench.method(n).values[0] for n, (v, _) in best.items())
     order = [(n, bench.method(n).values.index(v), lr) for n, (v, lr) in searched]
     assert order == sorted(order, key=lambda t: (list(peaks).index(t[0]), t[1], t[2]))  # a method's rows together
+
+
+def test_the_walk_moves_the_knob_and_the_rate_until_the_best_is_flanked_on_both():
+    def score(n, v, lr):  # peak at scale 30 (off the grid of 1, 3, 10) and rate 1e-2 (off the two start rates)
+        return -abs(np.log10(lr / 1e-2)) - 0.1 * abs(np.log10(v / 30))
+
+    searched, rounds, cfg = _walk(score, ["N-pair"], walk_knobs=True)
+    # worked by hand: the grid's best (10, 3e-3) steps along both axes: (30, 3e-3) and (10, 1e-2); the best
+    # (10, 1e-2) is alone at its rate, so the knob steps both ways, (3, 1e-2) and (30, 1e-2), and the rate up,
+    # (10, 3e-2); the best (30, 1e-2) steps to (100, 1e-2) and (30, 3e-2); then it is flanked on both axes
+    assert rounds[1:] == [[("N-pair", 10.0, 1e-2), ("N-pair", 30.0, 3e-3)],
+                          [("N-pair", 3.0, 1e-2), ("N-pair", 10.0, 3e-2), ("N-pair", 30.0, 1e-2)],
+                          [("N-pair", 30.0, 3e-2), ("N-pair", 100.0, 1e-2)]]
+    assert len(searched) == 13 and bench.unplanned(searched, cfg) == {"N-pair": 13 - 7}
+    assert bench.choose(searched) == {"N-pair": (30.0, 1e-2)}
+    values = [v for _, (v, _) in searched]  # the rows: the values as listed, then the walk's, each value together
+    assert sorted(set(values), key=values.index) == [1.0, 3.0, 10.0, 30.0, 100.0]
+    assert bench.next_trials(searched, cfg) == {}
 
 
 def test_the_search_without_a_ladder_is_one_round_over_the_grid():
@@ -408,23 +424,32 @@ def test_the_search_without_a_ladder_is_one_round_over_the_grid():
 
 
 def test_a_plan_counts_the_walks_first_step_only_where_it_is_sure():
-    ms = "MS"
-    assert bench.sure_rates(ms, {"method_lrs": [1e-3, 3e-3]}) == 2  # no ladder: no walk
-    assert bench.sure_rates(ms, {"method_lrs": [1e-3, 3e-3], "lr_ladder": [1e-3, 3e-3, 1e-2]}) == 2  # may end
-    assert bench.sure_rates(ms, {"method_lrs": [3e-4, 1e-3, 3e-3], "lr_ladder": LADDER}) == 3  # may stop inside
-    assert bench.sure_rates(ms, {"method_lrs": None, "lr_ladder": LADDER}) == 1  # the profile's own rate
+    grid = bench.SEARCH_BUDGET * 2
+    assert bench.sure_trials("MS", {"method_lrs": [1e-3, 3e-3]}) == grid  # no ladder: no walk
+    assert bench.sure_trials("MS", {"method_lrs": [1e-3, 3e-3], "lr_ladder": [1e-3, 3e-3, 1e-2]}) == grid  # may end
+    assert bench.sure_trials("MS", {"method_lrs": [3e-4, 1e-3, 3e-3], "lr_ladder": LADDER}) == grid + 3  # may stop
+    assert bench.sure_trials("MS", {"method_lrs": None, "lr_ladder": LADDER}) == bench.SEARCH_BUDGET  # own rate
 
 
-def test_the_walk_refuses_a_rate_off_the_ladder_and_a_single_rate():
-    def runs(scores):
-        return {("MS", (1.0, lr)): [experiment.Run({"MAP@R": s}, None, None)] for lr, s in scores.items()}
+def test_the_walk_refuses_a_point_off_its_ladder_and_stops_at_the_ladders_ends():
+    def runs(scores, value=1.0):
+        return {("MS", (value, lr)): [experiment.Run({"MAP@R": s}, None, None)] for lr, s in scores.items()}
 
+    cfg = {"lr_ladder": LADDER}
     with pytest.raises(ValueError, match="not on the ladder"):
-        bench.next_rates(runs({2e-3: 0.5, 1e-3: 0.4}), LADDER)
-    with pytest.raises(ValueError, match="two tried rates"):
-        bench.next_rates(runs({1e-3: 0.5}), LADDER)
-    assert bench.next_rates(runs({3e-2: 0.5, 1e-2: 0.4}), LADDER) == {}  # the ladder's top: the walk ends
-    assert bench.next_rates({("MS", (1.0, None)): [experiment.Run({"MAP@R": 0.5}, None, None)]}, LADDER) == {}
+        bench.next_trials(runs({2e-3: 0.5, 1e-3: 0.4}), cfg)
+    with pytest.raises(ValueError, match="0.6 is not on the ladder"):
+        bench.next_trials(runs({1e-3: 0.5}, value=0.6), {"walk_knobs": True})
+    assert bench.next_trials(runs({3e-2: 0.5, 1e-2: 0.4}), cfg) == {}  # the ladder's top: the walk ends
+    assert bench.next_trials(runs({1e-3: 0.5}), cfg) == {"MS": [(1.0, 3e-3), (1.0, 3e-4)]}  # alone: both ways
+    assert bench.next_trials(runs({1e-3: 0.5}), {"walk_knobs": True}) == {"MS": [(0.75, 1e-3)]}  # the top value
+    assert bench.next_trials({("MS", (1.0, None)): [experiment.Run({"MAP@R": 0.5}, None, None)]}, cfg) == {}
+
+
+def test_every_ladder_holds_its_methods_candidates_in_order():
+    for m in bench.METHODS.values():
+        assert list(m.ladder) == sorted(m.ladder) and set(m.values) <= set(m.ladder), m.name
+        assert min(m.ladder) < min(m.values) and max(m.ladder) > max(m.values) or m.name == "MS", m.name
 
 
 def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
@@ -432,7 +457,7 @@ def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
     names = bench.selected(cfg)
     labelled = sum(bench.METHODS[n].supervised for n in names)
     noisy = sum(1 for r in cfg["rates"] if r)
-    rates = len(cfg["method_lrs"]) + 1  # the two start rates, and the walk's first step
-    expected = (bench.SEARCH_BUDGET * cfg["search_seeds"] * rates * len(names) + cfg["n_seeds"] * len(names)
+    trials = bench.SEARCH_BUDGET * len(cfg["method_lrs"]) + 1  # the grid, and the walk's first step
+    expected = (trials * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
                 + 2 * noisy * cfg["n_seeds"] * labelled)
     assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
