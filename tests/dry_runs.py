@@ -60,18 +60,23 @@ TRAIN_TEST = [(1, 6), (2, 6), (3, 6)], [(0, 10), (1, 10)]  # (class, images) see
 #: count). The EPS colab dry run once trained 2 x 50 batches of ResNet-50 at 224 px: 24 minutes on a 2-core AMD host.
 MAX_TRAINED_IMAGES = 500
 SMALL = {"image_size": 32, "threads": 1}  # one thread: the other pytest worker runs beside it
+#: The full profiles decode with 8 loader processes: one keeps the multi-process path (8 cost about 40 s of imports
+#: in EPS's dry run on a 2-core host, against 9 s for the colab profile's 2).
+FULL_SMALL = {**SMALL, "workers": 1}
+#: EPS's sub-cluster toy at one clean and one noisy setting, as the smoke profile runs it (full: three).
+SUBCLUSTERS = {"subcluster_noise": [None, ["symmetric", 0.4]]}
 DRY_RUNS = {  # chapter: (notebook, dataset maker, unseen class offset, dataset, backbone, tiny SETTINGS)
     "ecaml": ("06_ecaml", cars196, 99, "cars196", "googlenet",
               {"epochs": 2, "batches_per_epoch": 1, "p": 3, "k": 2, "lambdas": [0.1], "dropouts": [0.25],
-               "dims": [16, 512], **SMALL}),
+               "dims": [16, 512], **FULL_SMALL}),
     "noise_guarantees": ("07_noise_guarantees", cub200, 101, "cub200", "resnet34",
-                         {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "rates": [0.0, 0.4], **SMALL}),
+                         {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "rates": [0.0, 0.4], **FULL_SMALL}),
     "eps": ("05_eps", cars196, 99, "cars196", "resnet50",
             {"epochs": 1, "batches_per_epoch": 1, "p": 3, "k": 2, "positives_per_class": [2],
              "positives_batches": 1, "positives_images": 6, "even_odd_dataset": "digits", "even_odd_epochs": 1, "nmi_plus_factor": 3,
-             **SMALL}),
+             **SUBCLUSTERS, **FULL_SMALL}),
     "cbswr": ("04_cbswr", cub200, 101, "cub200", "googlenet",
-              {"epochs": 1, "batch_size": 4, "k": 2, "ks": [2, 3], **SMALL}),
+              {"epochs": 1, "batch_size": 4, "k": 2, "ks": [2, 3], **FULL_SMALL}),
 }
 
 
@@ -81,6 +86,7 @@ COLAB_DRY_RUNS = {  # chapter: (notebook, backbone, tiny SETTINGS); every colab 
     "noise_guarantees": ("07_noise_guarantees", "resnet34", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2}),
     "eps": ("05_eps", "resnet50", {**COLAB_TINY, "batches_per_epoch": 1, "p": 3, "k": 2, "even_odd_epochs": 1,
                                    "positives_batches": 1, "positives_per_class": [2, 3], "positives_images": 6,
-                                   "even_odd_dataset": "digits", "nmi_plus_factor": 3}),
+                                   "even_odd_dataset": "digits", "nmi_plus_factor": 3,
+                                   **SUBCLUSTERS}),
     "cbswr": ("04_cbswr", "googlenet", {**COLAB_TINY, "batch_size": 4, "k": 2}),
 }
