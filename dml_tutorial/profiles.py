@@ -46,7 +46,7 @@ CHAPTERS = {
     },
     # DCDL (Roy et al.): section 4 and supplement section 7. Noise settings are (kind, rate) or None (clean).
     "dcdl": {
-        "smoke": {"dataset": "digits", "model": "mlp", "dim": 64, "dropout": 0.1, "epochs": 4, "lr": 1e-3,
+        "smoke": {"dataset": "digits", "model": "mlp", "dim": 64, "dropout": 0.1, "epochs": 2, "lr": 1e-3,
                   "lr_step": None, "n_seeds": 3, "threads": 2, "locals": ["trip"],
                   "terms": ["L", "W"],
                   "noise": [None, ["symmetric", 0.3], ["asymmetric", 0.2]],
@@ -68,7 +68,7 @@ CHAPTERS = {
     # chosen among them on ``held_out`` seen classes. None in full: its backbone is ImageNet-pretrained already.
     "ecaml": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
-                  "epochs": 20, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2,
                   "locals": ["triplet", "npair", "binomial"], "ablation_loss": "triplet",
                   "lambdas": [0.02, 0.1, 1.0, 10.0], "dropouts": [0.1, 0.25, 0.4], "dims": [16, 64, 128],
@@ -88,7 +88,7 @@ CHAPTERS = {
     },
     # CBSwR (Nguyen et al. 2020): section 4. Unsupervised: trained on the seen classes' images, no labels.
     "cbswr": {
-        "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "convnet", "dim": 32, "epochs": 5,
+        "smoke": {"dataset": "mnist1d", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "convnet", "dim": 32, "epochs": 3,
                   "batch_size": 64, "lr": 1e-3, "k": 32, "max_shift": 3, "n_seeds": 3, "threads": 2,
                   "methods": ["SME", "only L_rim", "CBS", "CBSwR"], "ks": [16, 64], "compare_with": "CUB",
                   "heads": ["released", "oracle"], "workers": 0},
@@ -101,14 +101,14 @@ CHAPTERS = {
     # EPS (Levi et al. 2020): section 5. Class-disjoint retrieval; even/odd (5.1) on a 2-D embedding.
     "eps": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
-                  "epochs": 10, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "epochs": 6, "batches_per_epoch": None, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 8, "n_seeds": 3, "threads": 2, "losses": ["triplet", "margin", "ms"],
                   "nmi_plus_factor": None, "positives_per_class": [2, 16], "positives_batches": 10,
                   "positives_images": None,
                   "all_positives": ["triplet", "margin"],
                   "superclasses": {"dataset": "digits", "options": {"seen": list(range(6))}, "size": 2, "p": 3,
                                    "k": 16},
-                  "even_odd_dataset": "digits", "even_odd_epochs": 30, "even_odd_k": 32, "loss_options": {},
+                  "even_odd_dataset": "digits", "even_odd_epochs": 20, "even_odd_k": 32, "loss_options": {},
                   "subcluster_noise": [None, ["symmetric", 0.4]], "compare_with": "CARS",
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cars196", "seen": None, "image_size": 224, "decode_once": True,
@@ -145,9 +145,9 @@ CHAPTERS = {
     # several points); one where the validation split is large (Fashion-MNIST: 12,000 images, CUB: 20 classes).
     "bench": {
         "smoke": {"dataset": "digits", "seen": list(range(6)), "image_size": None, "decode_once": False, "model": "mlp", "dim": 64, "dropout": 0.0,
-                  "epochs": 5, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
+                  "epochs": 3, "batches_per_epoch": 18, "lr": 1e-3, "weight_decay": 0.0, "head_lr_mult": 1,
                   "lr_step": None, "p": 6, "k": 10, "n_seeds": 3, "threads": 2, "methods": None,
-                  "rates": [0.0, 0.4], "held_out": 2, "search_seeds": 2, "unsup_epochs": 5,
+                  "rates": [0.0, 0.4], "held_out": 2, "search_seeds": 2, "unsup_epochs": 3,
                   "unsup_batch_size": 64, "unsup_lr": 1e-3, "max_shift": 1,
                   "data_on_device": False, "amp": False, "channels_last": False, "workers": 0},
         "full": {"dataset": "cub200", "seen": None, "image_size": 224, "decode_once": True,
