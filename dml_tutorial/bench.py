@@ -10,7 +10,8 @@ Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p clean s
 A method (:data:`METHODS`) is a local loss of the zoo with its sampling strategy, plus at most one class-wise term
 of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutorial.clustering` (SME, CBSwR), which
 sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
-the paper's own setting among them. Each loss keeps the reduction of its definition (:mod:`dml_tutorial.losses`:
+the paper's own setting among them, and a ladder of values beyond them that a search's walk may climb
+(:func:`search`). Each loss keeps the reduction of its definition (:mod:`dml_tutorial.losses`:
 the triplet loss the mean over its sampled triplets, zeros included; the margin loss the mean over its non-zero
 terms; multi-similarity a mean over anchors, N-pair over anchor/positive pairs, binomial a mean over positive
 pairs plus one over negative pairs), each added term its own (:mod:`dml_tutorial.objective`). Every method is
@@ -170,8 +171,9 @@ def _beyond(x: float, tried: list, ladder) -> list:
     if not len(at):
         raise ValueError(f"{x:g} is not on the ladder {ladder}")
     i = int(at[0])
-    return ([ladder[i + 1]] if x >= max(tried) and i + 1 < len(ladder) else []) + \
-        ([ladder[i - 1]] if x <= min(tried) and i > 0 else [])
+    up = [ladder[i + 1]] if x >= max(tried) and i + 1 < len(ladder) else []
+    down = [ladder[i - 1]] if x <= min(tried) and i > 0 else []
+    return up + down
 
 
 def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
@@ -219,8 +221,8 @@ def _in_order(results: dict, names) -> dict:
     def key(item):
         (name, (value, lr)), _ = item
         values = method(name).values
-        return list(names).index(name), (values.index(value), 0.0) if value in values else (len(values), value), \
-            lr or 0.0
+        listed = (values.index(value), 0.0) if value in values else (len(values), value)
+        return list(names).index(name), listed, lr or 0.0
     return dict(sorted(results.items(), key=key))
 
 
