@@ -39,3 +39,16 @@ def merge_seeds(runs: list[dict]) -> dict:
     for (table, row, col), values in by_seed.items():
         merged[table][row][col] = [values[s] for s in sorted(values)]
     return {table: (dict(rows), paper[table]) for table, rows in merged.items()}
+
+
+def row_seeds(runs: list[dict], table: str) -> dict:
+    """``{row: [seed, ...]}``: the seeds whose runs recorded each row of ``table``, sorted. The rows of a table can
+    differ from seed to seed (the bench's search walks each seed its own way, :func:`dml_tutorial.bench.search`),
+    and :func:`merge_seeds` then gives such a row fewer values than the table has seeds."""
+    seeds = defaultdict(set)
+    for run in runs:
+        for t in run["tables"]:
+            if t["table"] == table:
+                for row in t["measured"]:
+                    seeds[row].update(t["seeds"])
+    return {row: sorted(s) for row, s in seeds.items()}

@@ -26,7 +26,7 @@ import numpy as np
 from . import __version__, claims, evidence, plots, reference, registry
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .experiment import REFERENCES, STARTED
-from .records import SESSION, merge_seeds
+from .records import SESSION, merge_seeds, row_seeds
 
 ENV = "DML_TUTORIAL_RECORD"
 ROOT = REPOSITORY
@@ -196,8 +196,10 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
         used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
+        fewer = [f"{row} (seeds {', '.join(map(str, s))})" for row, s in row_seeds(runs, table).items() if s != used]
         lines += [f"{sub} {table}", "", markdown_table(plots.results_table(measured, paper)), "",
-                  f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}.", ""]
+                  f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}"
+                  + (f"; these rows over fewer seeds: {'; '.join(fewer)}." if fewer else "."), ""]
     verdicts = registry.annotate(claims.assess(runs[0]["chapter"], runs), runs[0]["chapter"], profile, registration)
     if not verdicts.empty:
         lines += [f"{sub} Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]

@@ -112,6 +112,18 @@ def test_seeds_merge_and_a_rerun_replaces_its_seed():
     assert paper == {"L_Trip": {"accuracy": 91.0}}
 
 
+def test_a_row_some_seeds_lack_says_its_seeds():
+    """The bench's search walks each seed its own way: a trial only seed 1 ran is a row over seed 1 alone, and the
+    page says so instead of showing its one value as the table's mean."""
+    runs = [_run([0], [0.80], "2026-01-01"), _run([1], [0.90], "2026-01-02"), _run([2], [0.85], "2026-01-03")]
+    runs[1]["tables"][0]["measured"]["walked"] = {"accuracy": [0.5]}
+    assert report.row_seeds(runs, "Table 1") == {"L_Trip": [0, 1, 2], "walked": [1]}
+    assert report.merge_seeds(runs)["Table 1"][0]["walked"] == {"accuracy": [0.5]}  # one value: seed 1's
+    page = report.report_page("dcdl", chapters()["dcdl"], runs)
+    assert "over seeds 0, 1, 2; paper columns quoted from the paper; these rows over fewer seeds: walked (seeds 1)." in page
+    assert "these rows over fewer seeds" not in report.report_page("dcdl", chapters()["dcdl"], runs[::2])
+
+
 def test_runs_with_other_settings_are_not_merged():
     groups = report.group([_run([0], [0.8], "d1"), _run([1], [0.9], "d2"), _run([0], [0.5], "d3", epochs=10)])
     assert sorted(len(g) for g in groups.values()) == [1, 2]
