@@ -327,7 +327,7 @@ CHAPTERS["cbswr"]["glyphs2"] = _glyphs2("cbswr", epochs=4, max_shift=2, ks=[16, 
 # margin 0.2, margin loss beta 1.2, MS lambda 1) and test bed I's choice (0.1, 0.8, 0.75), with a value beyond the
 # choice where it sat at its grid's edge there (the triplet's 0.05, the margin loss's 0.6). Widened before the seeds
 # that decide EPS's claims: at [0.05, 0.1, 0.2] EPS + Trip. + SH chose 0.2, the top, on seeds 0-2 (validation R@1
-# rising with the margin: 82.9, 80.6, 85.9 on seed 2; `git show a9308da:dml_tutorial/profiles.py`, those runs set
+# best at the top by about 3 points: 82.9, 80.6, 85.9 on seed 2; `git show a9308da:dml_tutorial/profiles.py`, runs set
 # aside), as the bench's EPS row chose 0.4, its top, at every rate; EPS + MS chose lambda 0.5, the bottom, on two.
 EPS_KNOBS = {"triplet": {"margin": [0.05, 0.1, 0.2, 0.4, 0.8]}, "margin": {"beta": [0.6, 0.8, 1.2]},
              "ms": {"lam": [0.25, 0.5, 0.75, 1.0]}}
