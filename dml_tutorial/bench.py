@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import clustering, dcdl, ecaml, evidence, experiment, metrics
+from . import clustering, dcdl, ecaml, evidence, experiment, ladder, metrics
 from .data import Splits
 from .objective import TERMS, objective
 
@@ -155,25 +155,12 @@ def next_trials(results: dict, cfg: dict, metric: str = "MAP@R") -> dict:
         tried = [key for n, key in results if n == name]
         steps = []
         if cfg.get("walk_knobs") and method(name).ladder:
-            steps += [(v, lr) for v in _beyond(value, [v for v, r in tried if r == lr], method(name).ladder)]
+            steps += [(v, lr) for v in ladder.beyond(value, [v for v, r in tried if r == lr], method(name).ladder)]
         if cfg.get("lr_ladder") and lr is not None:
-            steps += [(value, r) for r in _beyond(lr, [r for v, r in tried if v == value], cfg["lr_ladder"])]
+            steps += [(value, r) for r in ladder.beyond(lr, [r for v, r in tried if v == value], cfg["lr_ladder"])]
         if steps:
             out[name] = steps
     return out
-
-
-def _beyond(x: float, tried: list, ladder) -> list:
-    """The values of ``ladder`` next to ``x`` on each side where nothing ``tried`` lies beyond ``x`` (both sides for
-    a lone point), short of the ladder's ends."""
-    ladder = sorted(ladder)
-    at = np.flatnonzero(np.isclose(x, ladder))
-    if not len(at):
-        raise ValueError(f"{x:g} is not on the ladder {ladder}")
-    i = int(at[0])
-    up = [ladder[i + 1]] if x >= max(tried) and i + 1 < len(ladder) else []
-    down = [ladder[i - 1]] if x <= min(tried) and i > 0 else []
-    return up + down
 
 
 def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
@@ -198,11 +185,9 @@ def sure_trials(name: str, cfg: dict) -> int:
     advance: the grid of its values and :func:`rates`, and the walk's first step along the rates where it starts
     from two rates with a ladder rate beyond each (the better of two always sits at an edge). The rest of the
     walk is counted once it has run (:func:`unplanned`)."""
-    start, ladder = rates(name, cfg), sorted(cfg.get("lr_ladder") or [])
+    start = rates(name, cfg)
     grid = len(method(name).values) * len(start)
-    if start == [None] or len(start) != 2 or not ladder:
-        return grid
-    return grid + (ladder[0] < min(start) and ladder[-1] > max(start))
+    return grid if start == [None] else grid + ladder.sure_steps(start, cfg.get("lr_ladder"))
 
 
 def unplanned(searched: dict, cfg: dict) -> dict:
@@ -308,21 +293,27 @@ def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     return {name: (value, lr) for name, (value, lr, _) in best.items()}
 
 
-def shared_rate(fits: dict, rates, metric: str = "R@1") -> tuple[float, dict]:
+def shared_rate(fits: dict, rates, metric: str = "R@1", rate_ladder=None) -> tuple[float, dict]:
     """One learning rate for several methods, chosen on a validation split (:func:`validation_split`), so that
     the methods are compared at one rate (the noise chapter's arms, ECAML's losses from the pretrained start).
 
-    ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate,
-    method by method in the order given. Returns the rate with the highest mean ``metric`` over the methods (the
-    mean of the methods, not the best single run; ties: the first rate listed) and the table that chose it,
-    ``{rate: {name: [value]}}``, as :func:`dml_tutorial.report.record` takes it."""
+    ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate tried,
+    rate by rate, the methods at a rate in the order given. The score of a rate is the mean ``metric`` over the methods (the mean of
+    the methods, not the best single run); with a ``rate_ladder`` the search walks on from ``rates`` until the
+    best is flanked (:func:`dml_tutorial.ladder.walk`). Returns the rate with the highest score (ties: the first rate tried) and the
+    table that chose it, ``{rate: {name: [value]}}`` by rate, as :func:`dml_tutorial.report.record` takes it."""
     rates = list(rates)
     if not rates or not fits:
         raise ValueError(f"need at least one rate and one method, got {len(rates)} and {len(fits)}")
-    values = {(name, rate): fit(rate).metrics[metric] for name, fit in fits.items() for rate in rates}
-    table = {rate: {name: [values[(name, rate)]] for name in fits} for rate in rates}
-    mean = {rate: float(np.mean([values[(name, rate)] for name in fits])) for rate in rates}
-    return max(rates, key=mean.get), table
+    values = {}
+
+    def score(rate):
+        values.update({(name, rate): fit(rate).metrics[metric] for name, fit in fits.items()})
+        return float(np.mean([values[(name, rate)] for name in fits]))
+
+    mean = ladder.walk(score, rates, rate_ladder)
+    table = {rate: {name: [values[(name, rate)]] for name in fits} for rate in sorted(mean)}
+    return max(mean, key=mean.get), table
 
 
 def robustness(noisy, topline, metric: str = "R@1") -> dict:

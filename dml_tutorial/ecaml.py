@@ -15,9 +15,7 @@ from __future__ import annotations
 
 from functools import partial
 
-import numpy as np
-
-from . import losses
+from . import ladder, losses
 from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
@@ -194,21 +192,25 @@ VARIANTS = {"paper": {}, "released": {"ec": "released", "fc_unit_norm": 0.5}}
 
 
 def choose_lambdas(run, locals_, variants, scales, dataset: str, options: dict | None = None,
-                   metric: str = "R@1") -> tuple[dict, dict]:
+                   metric: str = "R@1", scale_ladder=None) -> tuple[dict, dict]:
     """EC's weight for each metric loss and EC variant (:data:`VARIANTS`), chosen on a validation split (issue #48:
     every loss and both variants trained at the paper's lambda, though the released EC, log E of raw outputs, is on
-    another scale): the paper's lambda times each of ``scales``, ``run(loss_fn)`` training once at each; the weight
-    with the highest ``metric`` wins (ties: the first listed). Returns ``({(local, variant): lambda}, {row:
-    {"λ = x": [metric]}})``, the second for :func:`dml_tutorial.report.record`."""
+    another scale): the paper's lambda times each of ``scales``, ``run(loss_fn)`` training once at each, and, with a
+    ``scale_ladder``, on along it while the best is the smallest or largest tried, until it is flanked or the
+    ladder ends (:func:`dml_tutorial.ladder.walk`; on test bed II's first seed every loss chose the smallest of a
+    tenth, one and ten times the paper's). The weight with the highest ``metric`` wins (ties: the first tried).
+    Returns ``({(local, variant): lambda}, {row: {"λ = x": [metric]}})``, the rows' weights in increasing order,
+    the second for :func:`dml_tutorial.report.record`."""
     chosen, table = {}, {}
     for local in locals_:
         for variant in variants:
-            lams = [paper_lambda(local, dataset) * scale for scale in scales]
-            scores = [run(loss_fn=ecaml_loss(local, lam, local_options=(options or {}).get(local),
-                                             **VARIANTS[variant])).metrics[metric] for lam in lams]
-            chosen[(local, variant)] = lams[int(np.argmax(scores))]  # argmax: the first of equal scores
+            paper = paper_lambda(local, dataset)
+            make = partial(ecaml_loss, local, local_options=(options or {}).get(local), **VARIANTS[variant])
+            scores = ladder.walk(lambda scale, make=make, paper=paper: run(loss_fn=make(paper * scale)).metrics[metric],
+                                 scales, scale_ladder)
+            chosen[(local, variant)] = paper * max(scores, key=scores.get)
             row = label(local) + ("" if variant == "paper" else ", released EC")
-            table[row] = {f"λ = {lam:g}": [m] for lam, m in zip(lams, scores)}
+            table[row] = {f"λ = {paper * s:g}": [scores[s]] for s in sorted(scores)}
     return chosen, table
 
 

@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, losses, models, noise, train
+from . import bench, clustering, data, dcdl, ecaml, eps, ladder, losses, models, noise, train
 from .data.download import SOURCES
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
@@ -141,7 +141,9 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
     if start and start.get("lr_candidates"):  # on the validation split: one pre-training, each loss at each rate
         pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
                           steps, batch, cfg["model"], shape)]
-    weights = len(cfg.get("lambda_scales") or []) * len(cfg["locals"]) * len(cfg.get("ec_variants", ["paper"]))
+    scales = cfg.get("lambda_scales") or []  # the walk's sure steps; the chapter adds the rest once run (Plan.add)
+    weights = ((len(scales) + ladder.sure_steps(scales, cfg.get("lambda_ladder"))) * len(cfg["locals"])
+               * len(cfg.get("ec_variants", ["paper"]))) if scales else 0
     if weights:  # EC's weight on the validation split, first seed only: each loss, variant and weight
         pre += [Trainings("EC's weight", weights, steps, batch, cfg["model"], shape)]
     curves = {"curve_runs": 2 * len(cfg["locals"]) * s, "epochs": cfg["epochs"],  # with and without EC
@@ -216,7 +218,8 @@ def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), 
 def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # (+ toplines), the skew run, runs from a
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)  # pretrained start, recipes,
-    lrs, betas = len(cfg.get("lr_candidates") or []), len(cfg.get("beta_candidates") or [])
+    start, betas = cfg.get("lr_candidates") or [], len(cfg.get("beta_candidates") or [])
+    lrs = len(start) + ladder.sure_steps(start, cfg.get("lr_ladder")) if start else 0  # the walk's rest: Plan.add
     rates = (2 + (betas or 1)) * lrs  # on the validation split (fewer images, as many steps); test bed II: the
     # marginal loss at every beta at every rate
     recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate
@@ -472,8 +475,9 @@ class Plan:
 
     def add(self, section: str, runs: int, like: str) -> None:
         """Count ``runs`` more trainings like those of section ``like`` (its steps, batch and probe): trainings the
-        chapter could not count in advance (the bench's search walks each method's rate until its best lies
-        between two tried rates: :func:`dml_tutorial.bench.unplanned`), added once known, before :meth:`check`."""
+        chapter could not count in advance (a search that walks until its best is flanked:
+        :func:`dml_tutorial.bench.unplanned`, :func:`dml_tutorial.ladder.walk`), added once known, before
+        :meth:`check`."""
         base = next((t for t in self.trainings if t.section == like), None)
         if base is None:
             raise ValueError(f"the plan has no section {like!r}: {', '.join(t.section for t in self.trainings)}")

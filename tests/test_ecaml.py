@@ -3,6 +3,7 @@ quoted tables agree where the paper repeats a number."""
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -165,6 +166,33 @@ def test_ec_weight_is_chosen_for_each_loss_and_variant_on_its_own(monkeypatch):
     assert list(table["ECAML(Tri)"]) == ["λ = 0.002", "λ = 0.02", "λ = 0.2"]
     sop, _ = ecaml.choose_lambdas(run, ["npair"], ["paper"], [1.0], "sop")
     assert sop[("npair", "paper")] == pytest.approx(0.03)  # a tenth of the paper's on SOP
+
+
+def test_ec_weight_walks_down_its_ladder_while_the_smallest_weight_tried_wins(monkeypatch):
+    """As on test bed II's seed 0, the smallest of a tenth, one and ten times the paper's wins; with a ladder the
+    search steps down until the best is flanked or the ladder ends. Worked by hand: the printed EC peaks at 0.01x
+    (flanked by 0.001x and 0.1x), the released EC keeps falling to the ladder's end, 0.001x."""
+    made = []
+
+    def fake_loss(local, lam, local_options=None, **variant):
+        made.append(lam)
+        return SimpleNamespace(lam=lam, released=variant.get("ec") == "released")
+
+    monkeypatch.setattr(ecaml, "ecaml_loss", fake_loss)
+    paper = ecaml.paper_lambda("triplet", "cars196")
+
+    def run(loss_fn):
+        scale = loss_fn.lam / paper
+        score = -scale if loss_fn.released else -abs(np.log10(scale) + 2)
+        return SimpleNamespace(metrics={"R@1": score})
+
+    ladder = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]
+    chosen, table = ecaml.choose_lambdas(run, ["triplet"], ["paper", "released"], [0.1, 1.0, 10.0], "cars196",
+                                         scale_ladder=ladder)
+    assert chosen[("triplet", "paper")] == pytest.approx(0.01 * paper)
+    assert chosen[("triplet", "released")] == pytest.approx(0.001 * paper)
+    assert [lam / paper for lam in made] == pytest.approx([0.1, 1, 10, 0.01, 0.001] * 2)  # the order tried
+    assert list(table["ECAML(Tri)"]) == [f"λ = {paper * s:g}" for s in (0.001, 0.01, 0.1, 1, 10)]
 
 
 def test_the_variants_build_losses_the_training_can_call():
