@@ -17,7 +17,8 @@ delta the claim's smallest effect of interest (stated in points on the test bed,
   a harm of the size that matters);
 - **inconclusive**: anything else (the interval holds 0 and reaches past -delta or +delta, or one seed);
 - **not testable here**: the one gate rule (:func:`gate`) fails: the claim's control (its clean-label or no-term
-  baseline) does not beat the raw input and the untrained network by at least delta at the adjusted level.
+  baseline) does not beat the raw input and the untrained network by at least delta at the adjusted level, or it
+  leaves less than delta below the metric's ceiling (100%), so that the claimed gain could not show.
 
 Before any of these: a run that only checks the pipeline (the smoke profile, or fewer than :data:`MIN_SEEDS` seeds)
 gets no word at all (:data:`NO_VERDICT`, :func:`decides`), only its numbers. Each word is decided at the chapter's
@@ -126,7 +127,9 @@ def gate(control, references: dict, smallest_effect: float, confidence: float = 
     fine-tuned, where a profile starts from one). It passes when, for every reference,
     the paired ``confidence`` interval (the claim's adjusted level) of control - reference lies above
     ``smallest_effect`` (fractions): training must beat what the input already holds by the size that matters.
-    Returns ``(passes, reason)``."""
+    And the control's mean must lie at least ``smallest_effect`` below 1, the metric's ceiling (issue #49: a
+    baseline at 98% leaves a claimed gain of 2 points no room to show, and its interval would read as "no effect
+    detected" for want of room, not of effect). Returns ``(passes, reason)``."""
     if not references:
         return False, "no raw-input or untrained-network row was recorded with the control"
     for name, values in references.items():
@@ -135,6 +138,10 @@ def gate(control, references: dict, smallest_effect: float, confidence: float = 
             return False, (f"the trained control is not shown to beat the {name} by {100 * smallest_effect:g} "
                            f"points ({100 * d['mean']:+.1f}, {100 * confidence:.1f}% CI {100 * d['ci'][0]:+.1f} "
                            f"to {100 * d['ci'][1]:+.1f})")
+    top = float(np.mean(control))
+    if 1 - top < smallest_effect:
+        return False, (f"the trained control reaches {100 * top:.1f}%, less than {100 * smallest_effect:g} points "
+                       "below 100: no room for the smallest effect")
     beaten = ("the raw input and the untrained network" if len(references) <= 2 else
               "the raw input, the untrained network and the pretrained start (not fine-tuned)")
     return True, f"the trained control beats {beaten} by more than {100 * smallest_effect:g} points"

@@ -224,7 +224,8 @@ def gate_notes(frames: dict) -> list[str]:
         failed = frame[frame["verdict"] == "not testable here"]
         if failed.empty:
             out.append(f"- {scale}: the gate passes for every claim (training beats the raw input and the "
-                       "untrained network by the smallest effect of interest), so the words apply.")
+                       "untrained network by the smallest effect of interest, and leaves it room below 100%), so "
+                       "the words apply.")
             continue
         reasons = {}  # the gate's reason -> the rows it withholds the word from
         for r in failed.to_dict("records"):

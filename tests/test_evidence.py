@@ -120,6 +120,17 @@ def test_the_gate_needs_a_margin_of_the_smallest_effect_at_the_adjusted_level_fo
     assert evidence.gate(base, {}, SEOI)[0] is False
 
 
+def test_the_gate_needs_room_for_the_smallest_effect_below_the_ceiling():
+    # a control 20 points above both references, at a mean of 98.5%: a gain of 2 points cannot show
+    high = np.array([0.985, 0.98, 0.99, 0.985, 0.985])
+    refs = {"raw input": high - 0.2, "untrained network": high - 0.3 + np.array([0.01, -0.01, 0.0, 0.005, -0.005])}
+    ok, reason = evidence.gate(high, refs, SEOI)
+    assert not ok and reason == ("the trained control reaches 98.5%, less than 2 points below 100: no room for the "
+                                 "smallest effect")
+    assert evidence.gate(high - 0.01, {k: v - 0.01 for k, v in refs.items()}, SEOI)[0]  # 97.5%: room for 2
+    assert evidence.gate(high, refs, 0.01)[0]  # a smaller effect of interest fits in the room
+
+
 def _holm_by_loop(p, alpha=0.05):
     """Holm's procedure as its paper states it: reject the smallest p's in turn while p_(i) <= alpha / (m - i)."""
     order, rejected = sorted(range(len(p)), key=lambda i: p[i]), set()
