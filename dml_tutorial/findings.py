@@ -63,9 +63,6 @@ WHY = {
          "retrieves the syllables worse than their raw pixels do, the collapse the paper describes; EPS lifts "
          "the margin loss to about the raw pixels and MS toward them and lowers the triplet, none by more than "
          "these seeds can decide."),
-        ("MS weighs every informative positive where EPS keeps only the easiest one; that may be why EPS costs MS "
-         "most (our reading, not a measurement). On test bed I (an MLP trained from scratch, superseded) the "
-         "triplet baselines did not beat the raw pixels, so their claims could not show."),
     ],
     "ecaml": [
         ("The released code fine-tunes a softmax-pretrained network with a new embedding layer. From that kind of "

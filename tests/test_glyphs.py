@@ -151,6 +151,20 @@ def test_unseen_characters_in_unseen_faces(tmp_path):
         _load(tmp_path, unseen_faces=4)
 
 
+def test_fewer_training_characters_keep_the_test_side_and_follow_the_seed(tmp_path):
+    """``train_characters``: a paper's number of training classes against the same unseen characters and faces."""
+    full, few = _load(tmp_path, unseen_faces=1), _load(tmp_path, unseen_faces=1, train_characters=5)
+    assert sorted(set(few.train.labels)) == sorted(set(full.train.labels))[:5]
+    assert len(few.train) == 5 * 3 * 2 and np.array_equal(few.test.labels, full.test.labels)
+    assert "5 of the seen characters" in few.source
+    a, b = (_load(tmp_path, vary_split=True, seed=s, train_characters=5) for s in (0, 1))
+    assert set(a.train.labels) != set(b.train.labels) and len(set(a.train.labels)) == 5
+    assert set(a.train.labels) <= set(_load(tmp_path, vary_split=True, seed=0).train.labels)
+    for split, n in (("validation", 5), ("classes", 1), ("classes", 21)):
+        with pytest.raises(ValueError, match="train_characters"):
+            _load(tmp_path, split=split, train_characters=n)
+
+
 def test_a_set_disjoint_from_a_test_bed_shares_none_of_its_characters(tmp_path):
     """The pretraining set (``disjoint_from``) draws from the characters the test bed of (n, seed) leaves, so a
     start never saw a character the test bed trains or tests on; its cache file is its own."""

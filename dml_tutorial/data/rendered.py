@@ -253,7 +253,8 @@ def lead_consonant(code):
 def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float = 2 / 3, val_fraction: float = 0.2,
            test_faces: int = 3, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
            faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, unseen_faces: int = 0,
-           disjoint_from: tuple[int, int] | None = None, vary_split: bool = False, seed: int = 0, **_) -> Splits:
+           disjoint_from: tuple[int, int] | None = None, vary_split: bool = False, seed: int = 0,
+           train_characters: int | None = None, **_) -> Splits:
     """The glyph test bed (module docstring) as :class:`Splits` of ``[N, 1, size, size]`` uint8 images (scaled on
     access), labels = character index; ``extras`` hold ``face``, ``render``, ``code`` (the code point) and, for
     Hangul, ``superclass`` (the lead consonant). Defaults: 1,500 characters, 1,000 seen (of which 200 are the
@@ -264,13 +265,18 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     split keeps whole superclasses on each side (the first ``seen_fraction`` of the lead consonants seen).
     ``unseen_faces`` and ``disjoint_from``: see the module docstring. ``vary_split``: which characters are seen
     follows ``seed`` (the notebook's ``SEED``) instead of their order, so that runs over seeds also vary the
-    class split (issue #49: a claim should hold over splits, not for one); not with Hangul's superclasses."""
+    class split (issue #49: a claim should hold over splits, not for one); not with Hangul's superclasses.
+    ``train_characters`` (``split="classes"`` only): train on the lowest-numbered ``train_characters`` of the seen
+    characters (of the seed's seen set where ``vary_split``), the test side unchanged: a paper's number of training
+    classes (CUB's 100, Cars' 98) against the same unseen characters."""
     check_choice(split, ("classes", "validation", "samples"), "split")
     if vary_split and script == "hangul":
         raise ValueError("vary_split keeps whole superclasses only in their order: not with script='hangul'")
     arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress, disjoint_from)
     splits = _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen,
                     seed if vary_split else None)
+    if train_characters is not None:
+        splits = _fewer_seen(splits, split, train_characters)
     if not unseen_faces:
         return splits
     n_faces = len(manifest["faces"])
@@ -283,6 +289,18 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
                               else (splits.test.extras["face"] < first))
     source = f"{splits.source}; faces {first}-{n_faces - 1} unseen"
     return Splits(splits.name, split, train, test, source, splits.class_names)
+
+
+def _fewer_seen(splits: Splits, split: str, n: int) -> Splits:
+    """The "classes" split trained on the lowest-numbered ``n`` of its seen characters (:func:`glyphs`'
+    ``train_characters``), its test side as it was."""
+    seen = np.unique(splits.train.labels)
+    if split != "classes" or not 2 <= n <= len(seen):
+        raise ValueError(f"train_characters must be between 2 and {len(seen)} with the 'classes' split, got {n} "
+                         f"with {split!r}")
+    train = splits.train.subset(np.isin(splits.train.labels, seen[:n]))
+    return Splits(splits.name, split, train, splits.test, f"{splits.source}; {n} of the seen characters trained on",
+                  splits.class_names)
 
 
 def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen, order_seed=None) -> Splits:
