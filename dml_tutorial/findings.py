@@ -80,12 +80,13 @@ WHY = {
     "noise_guarantees": [
         ("Each verdict pairs the gap at a noise rate with the same seed's gap without noise: a lead on clean "
          "labels is not counted as robustness."),
-        ("The gate asks whether training helps on clean labels: under heavy noise every trained row may fall "
-         "below the raw pixels, which is the phenomenon, not a broken test bed."),
-        ("On the glyphs the chapter trains as the paper does, with RMSprop at the rate its validation characters "
-         "chose; an earlier run with Adam, at a tenfold rate, left the same claims inconclusive, which does not "
-         "tell the optimiser from the rate. Test bed II runs both triplet arms with Adam at the chosen rate and "
-         "with RMSprop at the runner-up rate to tell them apart."),
+        ("On test bed II (a pretrained network, fine-tuned: the paper's regime) random semi-hard's lead over "
+         "fixed semi-hard grows with the noise rate, the paper's empirical claim, at a learning rate its held-out "
+         "characters chose with worse rates tried on both sides. The lead also grows with Adam at that rate and "
+         "with RMSprop at the runner-up rate, so it is not one recipe's."),
+        ("Under noise, longer training does not help: at p = 0.4 both triplet arms peak near 1,000 steps and lose "
+         "ground by 3,000, while on clean labels they still climb (the checkpoint table). The verdicts read one "
+         "length, 1,500 steps."),
         ("The theorem itself does not reach these rates: at either miner's skew (section 4) the rate it "
          "tolerates lies far below the smallest rate trained. The verdicts test the paper's empirical claim (its "
          "Fig. 1d), not its guarantee."),
