@@ -298,10 +298,11 @@ def shared_rate(fits: dict, rates, metric: str = "R@1", rate_ladder=None) -> tup
     the methods are compared at one rate (the noise chapter's arms, ECAML's losses from the pretrained start).
 
     ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate tried,
-    rate by rate, the methods at a rate in the order given. The score of a rate is the mean ``metric`` over the methods (the mean of
-    the methods, not the best single run); with a ``rate_ladder`` the search walks on from ``rates`` until the
-    best is flanked (:func:`dml_tutorial.ladder.walk`). Returns the rate with the highest score (ties: the first rate tried) and the
-    table that chose it, ``{rate: {name: [value]}}`` by rate, as :func:`dml_tutorial.report.record` takes it."""
+    rate by rate, the methods at a rate in the order given. The score of a rate is the mean ``metric`` over the
+    methods (the mean of the methods, not the best single run); with a ``rate_ladder`` the search walks on from
+    ``rates`` until the best is flanked (:func:`dml_tutorial.ladder.walk`). Returns the rate with the highest score
+    (ties: the first rate tried) and the table that chose it, ``{rate: {name: [value]}}`` by rate, as
+    :func:`dml_tutorial.report.record` takes it."""
     rates = list(rates)
     if not rates or not fits:
         raise ValueError(f"need at least one rate and one method, got {len(rates)} and {len(fits)}")

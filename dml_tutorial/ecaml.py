@@ -206,7 +206,7 @@ def choose_lambdas(run, locals_, variants, scales, dataset: str, options: dict |
         for variant in variants:
             paper = paper_lambda(local, dataset)
             make = partial(ecaml_loss, local, local_options=(options or {}).get(local), **VARIANTS[variant])
-            scores = ladder.walk(lambda scale, make=make, paper=paper: run(loss_fn=make(paper * scale)).metrics[metric],
+            scores = ladder.walk(lambda x, make=make, paper=paper: run(loss_fn=make(paper * x)).metrics[metric],
                                  scales, scale_ladder)
             chosen[(local, variant)] = paper * max(scores, key=scores.get)
             row = label(local) + ("" if variant == "paper" else ", released EC")
