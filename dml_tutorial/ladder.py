@@ -50,3 +50,14 @@ def sure_steps(start, ladder=None) -> int:
     else none. The rest of a walk is counted once it has run."""
     start, ladder = sorted(start), sorted(ladder or [])
     return int(len(start) == 2 and bool(ladder) and ladder[0] < start[0] and ladder[-1] > start[-1])
+
+
+def planned(start, ladder=None) -> int:
+    """How many values :func:`walk` scores whatever the scores: ``start`` and its :func:`sure_steps`."""
+    return len(start) + sure_steps(start, ladder)
+
+
+def unplanned(tried, start, ladder=None) -> int:
+    """How many of the values a :func:`walk` ``tried`` lie beyond what a plan counted (:func:`planned`): the
+    trainings a chapter adds to its plan once the walk has run."""
+    return len(tried) - planned(start, ladder)

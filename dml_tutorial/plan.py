@@ -142,7 +142,7 @@ def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Ta
         pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
                           steps, batch, cfg["model"], shape)]
     scales = cfg.get("lambda_scales") or []  # the walk's sure steps; the chapter adds the rest once run (Plan.add)
-    weights = ((len(scales) + ladder.sure_steps(scales, cfg.get("lambda_ladder"))) * len(cfg["locals"])
+    weights = (ladder.planned(scales, cfg.get("lambda_ladder")) * len(cfg["locals"])
                * len(cfg.get("ec_variants", ["paper"]))) if scales else 0
     if weights:  # EC's weight on the validation split, first seed only: each loss, variant and weight
         pre += [Trainings("EC's weight", weights, steps, batch, cfg["model"], shape)]
@@ -219,7 +219,7 @@ def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's be
     batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # (+ toplines), the skew run, runs from a
     steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)  # pretrained start, recipes,
     start, betas = cfg.get("lr_candidates") or [], len(cfg.get("beta_candidates") or [])
-    lrs = len(start) + ladder.sure_steps(start, cfg.get("lr_ladder")) if start else 0  # the walk's rest: Plan.add
+    lrs = ladder.planned(start, cfg.get("lr_ladder"))  # the walk's rest: Plan.add
     rates = (2 + (betas or 1)) * lrs  # on the validation split (fewer images, as many steps); test bed II: the
     # marginal loss at every beta at every rate
     recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate

@@ -79,3 +79,17 @@ def test_sure_steps_counts_the_first_step_from_two_values_with_room_on_both_side
     assert ladder.sure_steps([3e-5, 1e-4], RATES) == 0  # the better may be 3e-5, the ladder's end
     assert ladder.sure_steps([1e-4, 3e-4, 1e-3], RATES) == 0  # the middle may win
     assert ladder.sure_steps([3e-4, 1e-3], None) == 0 and ladder.sure_steps([1e-3], RATES) == 0
+
+
+@pytest.mark.parametrize("peak", RATES)
+def test_a_walk_tries_what_its_plan_counted_and_unplanned_counts_the_rest(peak):
+    start = [3e-4, 1e-3]
+    tried = ladder.walk(lambda x: -abs(np.log(x / peak)), start, RATES)
+    assert ladder.planned(start, RATES) == 3  # the start and the sure first step
+    assert len(tried) >= ladder.planned(start, RATES)
+    assert ladder.planned(start, RATES) + ladder.unplanned(tried, start, RATES) == len(tried)
+    # the steps beyond the start and its first, by hand: e.g. a peak at 1e-2 walks 3e-3, 1e-2, 3e-2 (two more);
+    # at 3e-5, 1e-4 then 3e-5, the ladder's end (one more)
+    by_hand = {3e-5: 1, 1e-4: 1, 3e-4: 0, 1e-3: 0, 3e-3: 1, 1e-2: 2, 3e-2: 2}[peak]
+    assert ladder.unplanned(tried, start, RATES) == by_hand
+    assert ladder.planned([], RATES) == 0 and ladder.planned([1e-3], None) == 1
