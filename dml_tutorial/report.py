@@ -625,8 +625,9 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
 def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     """The rest of a recorded profile's section, for a folded cell under :func:`show`: where and how the runs ran
     (device, package, commits, dates, compute, command), every recorded table over the seeds, the verdicts with
-    their reasons, the reference rows against the best trained row, and the runs' own figures. Returns the figure
-    of our paired gains beside the paper's (``None`` when nothing is recorded or no claim is)."""
+    their reasons, the reference rows against the best trained row, and the figures of the first seed's run (every
+    seed's would make a ten-seed chapter's notebook several MB; the others stay in their run folders). Returns
+    the figure of our paired gains beside the paper's (``None`` when nothing is recorded or no claim is)."""
     from IPython.display import Image, Markdown, display
 
     found = _recorded_group(chapter, profile, results, say=False)
@@ -640,8 +641,11 @@ def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
             .to_dict("records")]
     references = ["### Against the reference rows", ""] + refs + [""] if refs else []
     display(Markdown("\n".join(text[2:] + references)))  # without the heading: the notebook gives its own
-    for run in members:
-        for figure in run.get("figures", []):
-            display(Image(filename=str(Path(results) / chapter / figure)))
+    first = min(members, key=lambda run: min(run.get("seeds") or [0]))
+    if len(members) > 1 and first.get("figures"):
+        display(Markdown(f"The figures of seed {min(first.get('seeds') or [0])}'s run; every seed's are in "
+                         f"`data/results/{chapter}/`."))
+    for figure in first.get("figures", []):
+        display(Image(filename=str(Path(results) / chapter / figure)))
     verdicts = claims.assess(chapter, members)
     return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")

@@ -253,6 +253,28 @@ def test_details_displays_the_section_and_returns_the_figure(runs, tmp_path, cap
     plt.close(fig)
 
 
+def test_details_shows_the_figures_of_the_first_seed_only(runs, tmp_path, monkeypatch):
+    """A ten-seed section showing every seed's figures made EPS's notebook 8 MB: the first seed's are shown, and a
+    line says where the others are."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    (tmp_path / "ecaml").mkdir()
+    for seed in (2, 0, 1):  # written out of order: the lowest seed is chosen, not the first file
+        folder = tmp_path / "ecaml" / f"fashion_seed-{seed}.figures"
+        folder.mkdir()
+        fig = plt.figure(figsize=(1, 1))
+        fig.savefig(folder / "a.png")
+        plt.close(fig)
+        run = {**json.loads(json.dumps(runs[0])), "seeds": [seed], "figures": [f"fashion_seed-{seed}.figures/a.png"]}
+        (tmp_path / "ecaml" / f"fashion_seed-{seed}.json").write_text(json.dumps(run))
+    plt.close(report.details("ecaml", "fashion", tmp_path))
+    images = [obj for obj in shown if isinstance(obj, IPython.display.Image)]
+    assert len(images) == 1 and images[0].filename.endswith("fashion_seed-0.figures/a.png")
+    assert any("The figures of seed 0's run" in getattr(obj, "data", "") for obj in shown)
+
+
 def test_show_puts_the_compared_rows_in_view_and_details_holds_the_rest(runs, tmp_path, monkeypatch):
     import IPython.display
 
