@@ -76,8 +76,8 @@ WHY = {
         ("The paper's gains do not show. For N-pair the interval rules out an effect of the smallest size either "
          "way (*no effect detected*). For the triplet and binomial losses, with our EC or the released code's, the "
          "intervals hold zero and lie below the paper's gains; they are too wide for a word."),
-        ("The held-out characters chose weights at or below the paper's, for the triplet loss far below: on about "
-         "half the seeds the smallest on the ladder. At the paper's weight EC costs the triplet loss recall on "
+        ("The held-out characters chose weights at or below the paper's, for the triplet loss far below: often "
+         "the smallest on the ladder. At the paper's weight EC costs the triplet loss recall on "
          "those characters (the weight table)."),
         ("EC as the released code computes it is unstable with the binomial loss: on one seed, at the weight its "
          "held-out characters chose, it fell far below its baseline, hence its wide interval."),
