@@ -10,6 +10,9 @@ L^W the Sinkhorn divergence with epsilon = 2.5e-3 (lambda = 0.5).
 
     loss = dcdl_loss("trip", "W")          # L_Trip + 0.5 L^W
     loss = dcdl_loss(None, "W", lam=1.0)   # L^W alone (supplement Table 2)
+
+On the glyph test bed each row trains at the learning rate and for the length that a probe on a held-out training
+face chose (:func:`validation_split`, :func:`choose_trainings`; issue #50: every method at its best shot).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import losses, metrics
+from . import experiment, ladder, losses, metrics
+from .data import Splits
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .objective import Objective
 
@@ -85,6 +89,74 @@ def dcdl_loss(
         term_fns=terms,
         layer_only=(),
     )
+
+
+def validation_split(splits, faces: int = 1, noise=None, seed: int = 0, pairs=None) -> Splits:
+    """DCDL's probe protocol inside its training split, for choosing a row's training (:func:`choose_trainings`):
+    the last ``faces`` font faces of the training side become the test side and the others the training side, as
+    the test bed holds out its last faces; so a search never sees a test image or a test face. The labels are first
+    corrupted by ``noise`` (:func:`dml_tutorial.experiment.corrupt`, with ``seed`` and ``pairs``: the draw of the
+    row's own run, on the same images), on both sides: a practitioner's validation labels are as noisy as the rest
+    (symmetric noise lowers a probe's noisy-label accuracy without changing which training scores higher, in
+    expectation). The glyph test bed only: its images carry their face (``extras["face"]``)."""
+    data = experiment.corrupt(splits.train, noise, seed, pairs)
+    if "face" not in getattr(data, "extras", {}):
+        raise ValueError(f"validation_split holds out font faces; {splits.name}'s images carry none (the glyph "
+                         "test bed's do)")
+    present = np.unique(data.extras["face"])
+    if not 0 < faces < len(present):
+        raise ValueError(f"faces must leave at least one training face of {len(present)}, got {faces}")
+    held = np.isin(data.extras["face"], present[-faces:])
+    return Splits(splits.name, "validation", data.subset(~held), data.subset(held),
+                  f"{splits.source}; faces {', '.join(map(str, present[-faces:]))} held out for validation",
+                  list(splits.class_names))
+
+
+def row_fits(splits, rows: dict, cfg: dict, *, seed: int = 0, pairs=None, device="auto") -> dict:
+    """``{key: fit(lr) -> Run}`` for :func:`choose_trainings`: each row ``key: (local, term, noise)`` of Tables 1/4
+    trained at ``lr`` on the :func:`validation_split` of its own noise (``cfg["held_out_faces"]`` faces), for
+    ``cfg["epochs"]`` epochs with the probe every ``cfg["probe_every"]``; ``seed`` draws the noise, the
+    initialisation and the batches, as for the row's own run."""
+
+    def fit(lr, local, term, noise):
+        val = validation_split(splits, cfg["held_out_faces"], noise, seed, pairs)
+        return experiment.train_and_probe(val, dcdl_loss(local, term), {**cfg, "lr": lr}, k=SAMPLES_PER_CLASS[local],
+                                          seed=seed, device=device, probe_every=cfg["probe_every"])
+
+    return {key: partial(fit, local=local, term=term, noise=noise) for key, (local, term, noise) in rows.items()}
+
+
+def choose_trainings(fits: dict, rates, rate_ladder=None, metric: str = "probe accuracy") -> tuple[dict, dict]:
+    """Each row's learning rate and training length, chosen on a validation split (issue #50: every row at Adam
+    1e-3 for a fixed length is no row's best shot, and under label noise the length decides how much noise a
+    network memorises). ``fits`` maps a row to ``fit(lr) -> Run``, one training whose history holds ``metric``
+    at its checkpoints (:func:`dml_tutorial.experiment.train_and_probe` with ``probe_every``). A rate scores its
+    best checkpoint; the rates walk from ``rates`` along ``rate_ladder`` until the best is flanked
+    (:func:`dml_tutorial.ladder.walk`); at the best rate the length is its best checkpoint (ties: the first
+    tried, the shorter). Returns ``(chosen, table)``: ``chosen[row] = {"lr": rate, "epochs": n, "tried": [the
+    rates in the order tried]}``, and ``{"row, lr x": {"n epochs": [value]}}`` for :func:`dml_tutorial.report.record`,
+    the rates in increasing order (a row ``(name, column)`` reads "name (column)")."""
+    if not fits:
+        raise ValueError("choose_trainings needs at least one row to fit")
+    chosen, table = {}, {}
+    for row, fit in fits.items():
+        curves = {}
+
+        def score(lr, fit=fit, curves=curves):
+            records = fit(lr).history.records
+            curves[lr] = {r["epoch"]: r[metric] for r in records if metric in r}
+            if not curves[lr]:
+                raise ValueError(f"the run at lr {lr:g} recorded no {metric!r}: train it with probe_every")
+            return max(curves[lr].values())
+
+        scores = ladder.walk(score, rates, rate_ladder)
+        best = max(scores, key=scores.get)
+        curve = curves[best]
+        chosen[row] = {"lr": best, "epochs": max(curve, key=curve.get), "tried": list(scores)}
+        name = f"{row[0]} ({row[1]})" if isinstance(row, tuple) else str(row)
+        table.update({f"{name}, lr {lr:g}": {f"{e} epochs": [v] for e, v in curves[lr].items()}
+                      for lr in sorted(curves)})
+    return chosen, table
 
 
 def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spread: float = 0.01, seed: int = 0):

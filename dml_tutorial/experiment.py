@@ -108,23 +108,43 @@ def load_init(model: torch.nn.Module, init: dict) -> None:
 
 
 def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
-                    device="auto", progress: bool = False, checkpoint=None, curves: bool = False) -> Run:
+                    device="auto", progress: bool = False, checkpoint=None, curves: bool = False,
+                    probe_every: int | None = None) -> Run:
     """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (the DCDL
     paper's; ``cfg["p"]`` classes instead where it is set, as on the glyph test bed's hundreds), see :func:`_train`
     for the other ``cfg`` keys, then probe it; ``Run.test_predictions`` keeps the probe's predicted test labels
     (per-class accuracy, confusions). The noise draw, the initialisation and the batches all follow ``seed``.
     ``curves=True`` records after every epoch, on one fixed batch, the within-class spread and, for an
-    objective, each term's value and weighted pull at the embedding layer, as :func:`train_and_retrieve` does."""
+    objective, each term's value and weighted pull at the embedding layer, as :func:`train_and_retrieve` does.
+    ``probe_every=n`` fits and scores the probe after every ``n`` epochs and after the last as well, into the
+    history's ``"probe accuracy"``: the curve a search reads a training length from (:func:`dml_tutorial.dcdl.
+    choose_trainings`, on a validation split); not with ``curves``."""
     data = corrupt(splits.train, noise, seed, pairs)
     p = cfg.get("p") or len(np.unique(data.labels))
-    pulls = _pulls(data, loss_fn, p, k, seed) if curves else None
-    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
-                                     checkpoint=checkpoint, evaluate=pulls)
     workers = cfg.get("workers", 0)
+    if probe_every is not None and (curves or probe_every < 1):
+        raise ValueError(f"probe_every must be a positive number of epochs, without curves; got {probe_every} "
+                         f"with curves={curves}")
+    evaluate = _pulls(data, loss_fn, p, k, seed) if curves else None
+    if probe_every:
+        evaluate, cfg = _probe(data, splits.test, seed, workers), {**cfg, "eval_every": probe_every}
+    model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
+                                     checkpoint=checkpoint, evaluate=evaluate)
     z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, splits.test, num_workers=workers)
     flipped = float(np.mean(data.labels != splits.train.labels))
     scores, predicted = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed)
     return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history, test_predictions=predicted)
+
+
+def _probe(data, test, seed: int, workers: int = 0):
+    """``probe(model) -> {"probe accuracy": a}``: the linear probe of :func:`train_and_probe`, fitted on ``data``'s
+    embeddings and labels (noisy ones included) and scored on ``test``'s labels, as a fraction."""
+
+    def probe(model):
+        z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, test, num_workers=workers)
+        return {"probe accuracy": metrics.linear_probe_accuracy(z_train, data.labels, z_test, test.labels, seed)}
+
+    return probe
 
 
 def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed: int):

@@ -28,9 +28,9 @@ WHY = {
          "gate by far. On clean labels no term moves the probe by more than these seeds can tell: $L^W$ edges ahead "
          "at most weights, $L^L$ falls behind at most (the weight table), at its validated weight just detectably."),
         ("Under 30% symmetric noise the triplet baseline falls below the raw pixels and both $L^W$ rows stay far "
-         "above it, the paper's direction, yet far below their clean scores: the term slows the damage noise does; "
-         "it does not undo it. Every row trains at one rate, untuned for noise, so a gentler recipe might spare "
-         "the baseline too."),
+         "above it, the paper's direction, yet far below their clean scores: the term slows the damage noise does, "
+         "without undoing it. Every row trains at one rate, untuned for noise; the next seeds choose each row's rate "
+         "and length on held-out data, which may spare the baseline too."),
         ("At the paper's weight $L^W$'s weighted pull stays above the triplet's for the whole run (*Where the weight "
          "acts*): the term, not the local loss, steers the embedding."),
         ("Once classes are compact, the term's cost depends only on the sum of the class centres: two antipodal "

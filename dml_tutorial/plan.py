@@ -125,6 +125,10 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     swept = [term for term in cfg["terms"] if term in dcdl.SWEPT_TERMS]
     out += [runs(f"Table 3, lambda {lam:g}", s, local, term, lam) for term in swept for lam in cfg["lambdas"]
             if not (lam == dcdl.LAMBDA[term] and None in kept)]
+    if cfg.get("lr_candidates"):  # each row's rate and length on the held-out face, first seed: the walk's sure steps
+        per_row = ladder.planned(cfg["lr_candidates"], cfg.get("lr_ladder")) * len(kept)
+        out += [runs("rate and length", per_row, name, term)
+                for name in cfg["locals"] for term in [None] + cfg["terms"]]
     return out
 
 

@@ -136,3 +136,94 @@ def test_cost_by_crowding_splits_the_classes_by_their_closest_look_alike():
     assert cost == {"crowded half": [-0.25], "other half": [0.0]}
     with pytest.raises(ValueError):
         dcdl.cost_by_crowding([right], [right, right], labels)
+
+
+def _faces(classes=4, faces=5, per_face=3, seed=0):
+    """A toy closed-set test bed in the glyphs' layout: every class drawn in every face, ``extras["face"]``."""
+    from dml_tutorial import data
+
+    g = np.random.default_rng(seed)
+    labels = np.repeat(np.arange(classes), faces * per_face)
+    face = np.tile(np.repeat(np.arange(faces), per_face), classes)
+    x = torch.as_tensor(g.normal(size=(len(labels), 1, 4, 4)), dtype=torch.float32) + torch.as_tensor(labels)[
+        :, None, None, None].float()
+    ds = data.ArrayDataset(x, labels, {"face": face})
+    train = ds.subset(face < faces - 1)
+    return data.Splits("toy", "samples", train, ds.subset(face == faces - 1), "toy faces", [str(c) for c in
+                                                                                           range(classes)])
+
+
+def test_validation_split_holds_out_the_last_training_faces_with_the_rows_noisy_labels():
+    from dml_tutorial import experiment
+
+    splits = _faces()
+    val = dcdl.validation_split(splits, faces=1)
+    assert set(val.train.extras["face"]) == {0, 1, 2} and set(val.test.extras["face"]) == {3}
+    assert len(val.train) + len(val.test) == len(splits.train)  # inside the training split: no test face
+    two = dcdl.validation_split(splits, faces=2)
+    assert set(two.train.extras["face"]) == {0, 1} and set(two.test.extras["face"]) == {2, 3}
+    noise = ("symmetric", 0.5)
+    noisy = dcdl.validation_split(splits, faces=1, noise=noise, seed=4)
+    draw = experiment.corrupt(splits.train, noise, seed=4).labels  # the row's own run's draw, on the same images
+    held = splits.train.extras["face"] == 3
+    assert np.array_equal(noisy.test.labels, draw[held]) and np.array_equal(noisy.train.labels, draw[~held])
+    assert np.any(noisy.test.labels != val.test.labels)  # the held-out labels are as noisy as the rest
+    with pytest.raises(ValueError, match="at least one training face"):
+        dcdl.validation_split(splits, faces=4)
+    with pytest.raises(ValueError, match="carry none"):
+        faceless = splits.train.subset(np.ones(len(splits.train), dtype=bool))
+        faceless.extras.pop("face")
+        dcdl.validation_split(type(splits)("toy", "samples", faceless, faceless, "no faces"))
+
+
+def _curve_fit(curves, calls):
+    """``fit(lr)`` returning a run whose history holds ``curves[lr]`` as the probe's checkpoints."""
+    from dml_tutorial import experiment, train
+
+    def fit(lr):
+        calls.append(lr)
+        records = [{"epoch": e, "loss": 0.0, "probe accuracy": v} for e, v in curves[lr].items()]
+        return experiment.Run({}, torch.zeros(1, 1), train.History(records))
+
+    return fit
+
+
+def test_choose_trainings_walks_the_rate_until_flanked_and_takes_the_best_checkpoint():
+    rising = {1e-4: {5: 0.1, 10: 0.2}, 3e-4: {5: 0.2, 10: 0.3}, 1e-3: {5: 0.5, 10: 0.4}, 3e-3: {5: 0.6, 10: 0.7},
+              1e-2: {5: 0.65, 10: 0.2}}
+    tied = {lr: {5: 0.4, 10: 0.4, 15: 0.3} for lr in rising}
+    calls = {"a": [], "b": []}
+    fits = {("A", "clean"): _curve_fit(rising, calls["a"]), ("B", "sym 0.3"): _curve_fit(tied, calls["b"])}
+    chosen, table = dcdl.choose_trainings(fits, [3e-4, 1e-3], [1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
+    # A: 1e-3 beats 3e-4 at the edge, so 3e-3, still the edge, so 1e-2, which flanks it; its best checkpoint, 10
+    assert calls["a"] == [3e-4, 1e-3, 3e-3, 1e-2]
+    assert chosen[("A", "clean")] == {"lr": 3e-3, "epochs": 10, "tried": [3e-4, 1e-3, 3e-3, 1e-2]}
+    # B: every rate ties, so the first tried wins, then 1e-4 below it is tried (the better of two is always at an
+    # edge) and loses the tie too; the shorter of two tied lengths
+    assert calls["b"] == [3e-4, 1e-3, 1e-4]
+    assert chosen[("B", "sym 0.3")] == {"lr": 3e-4, "epochs": 5, "tried": [3e-4, 1e-3, 1e-4]}
+    assert table["A (clean), lr 0.003"] == {"5 epochs": [0.6], "10 epochs": [0.7]}
+    assert list(table)[:4] == [f"A (clean), lr {lr:g}" for lr in (3e-4, 1e-3, 3e-3, 1e-2)]
+    assert list(table)[4:] == [f"B (sym 0.3), lr {lr:g}" for lr in (1e-4, 3e-4, 1e-3)]
+    with pytest.raises(ValueError, match="at least one row"):
+        dcdl.choose_trainings({}, [1e-3])
+    silent = {("C", "clean"): lambda lr: _curve_fit({lr: {}}, [])(lr)}
+    with pytest.raises(ValueError, match="probe_every"):
+        dcdl.choose_trainings(silent, [1e-3])
+
+
+def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_probes_curve():
+    cfg = {"model": "mlp", "dim": 8, "dropout": 0.0, "epochs": 4, "lr": 1e-3, "threads": 1, "p": 4,
+           "held_out_faces": 1, "probe_every": 2}
+    rows = {("L_Trip", "clean"): ("trip", None, None), ("L_Trip", "sym 0.3"): ("trip", None, ("symmetric", 0.3))}
+    fits = dcdl.row_fits(_faces(), rows, cfg, seed=1)
+    run = fits[("L_Trip", "sym 0.3")](3e-3)
+    probes = [(r["epoch"], r["probe accuracy"]) for r in run.history.records if "probe accuracy" in r]
+    assert [e for e, _ in probes] == [2, 4] and all(0 <= a <= 1 for _, a in probes)
+    # the last checkpoint is the run's own probe on the held-out face: the same network, the same probe
+    assert probes[-1][1] == pytest.approx(run.metrics["accuracy"])
+    assert len(run.test_embeddings) == 4 * 3  # the held-out face: 4 classes x 3 images
+    from dml_tutorial import experiment
+
+    with pytest.raises(ValueError, match="probe_every"):
+        experiment.train_and_probe(_faces(), dcdl.dcdl_loss("trip", None), cfg, k=3, curves=True, probe_every=2)

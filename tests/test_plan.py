@@ -291,3 +291,20 @@ def test_the_plan_prints_reading_for_jpeg_datasets_only(monkeypatch):
 
 def test_probe_forward_times_an_evaluation_pass():
     assert 0 < plan.probe_forward("convnet", (1, 28, 28), 8, "cpu", batch=8, steps=1) < 10
+
+
+def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
+    """Test bed II searches each row of Tables 1/4 (local loss alone and with each term, per noise setting) over
+    its rates on the held-out face: the walk's sure trainings per row are counted, each timed with the row's own
+    objective; the walk's further steps are added by the chapter once run (Plan.add)."""
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    cfg = profiles.settings("dcdl", "glyphs2")
+    searched = plan.make("dcdl", cfg, "cpu", n_train=4_800)
+    plain = plan.make("dcdl", {**cfg, "lr_candidates": None}, "cpu", n_train=4_800)
+    rows = (1 + len(cfg["terms"])) * len(cfg["noise"])  # symmetric noise only: every setting runs on the glyphs
+    starts = len(cfg["lr_candidates"])  # three neighbouring rungs: no step is sure beyond them
+    assert searched.runs - plain.runs == rows * starts == 24
+    search = [t for t in searched.trainings if t.section.startswith("rate and length")]
+    assert {t.section for t in search} == {f"rate and length ({dcdl.label('trip', term)})"
+                                            for term in [None] + cfg["terms"]}
+    assert {t.loss for t in search} == {("trip", term, None) for term in [None] + cfg["terms"]}
