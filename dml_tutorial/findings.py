@@ -73,9 +73,9 @@ WHY = {
          "baseline clears the gate, and EC's weight was chosen for each loss and variant on held-out characters, "
          "stepping along the ladder until a worse weight lay on each side or the ladder ended: EC had its best "
          "shot."),
-        ("The paper's gains do not show. For N-pair the interval rules out an effect of the smallest size either "
-         "way (*no effect detected*). For the triplet and binomial losses, with our EC or the released code's, the "
-         "intervals hold zero and lie below the paper's gains; they are too wide for a word."),
+        ("The paper's gains do not show. For N-pair and the triplet loss the interval rules out an effect of the "
+         "smallest size either way (*no effect detected*). For the binomial loss, and with the released code's EC "
+         "for every loss, the intervals hold zero and lie below the paper's gains; they are too wide for a word."),
         ("The held-out characters chose weights at or below the paper's, for the triplet loss far below: often "
          "the smallest on the ladder. At the paper's weight EC costs the triplet loss recall on "
          "those characters (the weight table)."),
