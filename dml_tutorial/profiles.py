@@ -402,7 +402,8 @@ CHAPTERS["noise_guarantees"]["glyphs2"] = _glyphs2("noise_guarantees", epochs=15
 # glyphs2_seed-0.json`); a second searched [3e-4, 1e-3, 3e-3] and 7 of 12 chose 3e-3, the edge again, CBSwR 3e-4,
 # the other edge, while N-pair (scale 10), the fixed semi-hard triplet and EPS (margin 0.4) chose the top of their
 # knob at every rate and the margin loss (beta 0.8) its bottom (from af5e625: `git show 2bf434f:data/results/bench/
-# glyphs2_seed-0.json`). The walk was committed before any seed used it; seeds 0-2 ran under it from 1f04612.
+# glyphs2_seed-0.json`). The walk was committed before any seed used it; seeds 0-4 ran under it (from 1f04612,
+# 30cf40d).
 # NMI clusters the first cluster_classes (100) unseen characters, as the chapters do; the first run clustered all 500.
 CHAPTERS["bench"]["glyphs2"] = _glyphs2("bench", epochs=10, batches_per_epoch=100, p=12, k=5, rates=[0.0, 0.4],
                                         held_out=200, search_seeds=1, unsup_epochs=4, max_shift=2,
