@@ -1,7 +1,7 @@
-"""Chapter 8's bench: every method of the course on one backbone, one dataset, one budget of training and the
-same seeds, with the same hyperparameter search for each (Musgrave et al. 2020, "A Metric Learning Reality
-Check": gains shrink when methods are compared so), and each one's robustness to label noise measured as Le &
-Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p clean samples).
+"""Chapter 8's bench: every method of the course on one backbone, one dataset and the same seeds, with the same
+search for each of its knob, its learning rate and its training length (Musgrave et al. 2020, "A Metric Learning
+Reality Check": gains shrink when methods are compared so), and each one's robustness to label noise measured as
+Le & Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p clean samples).
 
     val = bench.validation_split(splits, held_out=2)            # inside the seen classes
     run = bench.run(splits, "Triplet + EC", cfg, value=0.1, seed=0)
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import clustering, dcdl, ecaml, evidence, experiment, ladder, metrics
+from . import clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, train
 from .data import Splits
 from .objective import TERMS, objective
 
@@ -115,10 +115,11 @@ def make_loss(name: str, value=None):
     return objective(m.local, terms=terms, name=name, **options)
 
 
-def settings(name: str, cfg: dict, value=None, lr: float | None = None) -> dict:
+def settings(name: str, cfg: dict, value=None, lr: float | None = None, epochs: int | None = None) -> dict:
     """``cfg`` as method ``name`` trains with it at ``value``: the learning rate for the ``lr`` knob; for the
     unsupervised methods their own epochs, batch size and learning rate (``unsup_*``) and the knob. ``lr``, where
-    given, replaces the learning rate either way (a search over each method's own rate, :func:`rates`)."""
+    given, replaces the learning rate either way (a search over each method's own rate, :func:`rates`); so does
+    ``epochs`` the number of epochs (a length :func:`choose_lengths` chose)."""
     m = method(name)
     value = m.values[0] if value is None else value
     out = dict(cfg)
@@ -131,7 +132,23 @@ def settings(name: str, cfg: dict, value=None, lr: float | None = None) -> dict:
         if m.knob == "lr":
             raise ValueError(f"{name}'s knob is its learning rate: search it through its values, not lr")
         out["lr"] = lr
+    if epochs is not None:
+        if int(epochs) != epochs or epochs < 1:
+            raise ValueError(f"epochs must be a positive whole number, got {epochs}")
+        out["epochs"] = int(epochs)
     return out
+
+
+def length_trial(name: str, cfg: dict) -> tuple[int, int]:
+    """``(epochs, every)``: the longest training the choice of a length tries for method ``name`` (issue #48: a
+    method trained for a fixed, short budget is compared on its steep slope, not at its best), the profile's
+    ``length_factor`` times the method's own epochs (``unsup_epochs`` for the unsupervised ones), and its
+    checkpoints, every ``epochs / length_checkpoints`` epochs (at least 1; :func:`choose_lengths`)."""
+    factor, checkpoints = cfg.get("length_factor"), cfg.get("length_checkpoints")
+    if not factor or not checkpoints or factor < 1 or checkpoints < 1:
+        raise ValueError(f"the profile chooses no length: length_factor {factor}, length_checkpoints {checkpoints}")
+    epochs = int(factor * settings(name, cfg)["epochs"])
+    return epochs, max(1, epochs // int(checkpoints))
 
 
 def rates(name: str, cfg: dict) -> list:
@@ -230,29 +247,48 @@ def scores(z, labels, seed: int = 0, measures=MEASURES, cluster_classes: int | N
 
 
 def run(splits, name: str, cfg: dict, *, value=None, lr: float | None = None, seed: int = 0, device="auto",
-        noise=None, fraction: float = 1.0, measures=MEASURES) -> experiment.Run:
-    """Train method ``name`` (its knob at ``value``, at learning rate ``lr`` where given) on ``splits.train`` and
-    measure :func:`scores` (its ``measures``) on ``splits.test``. Supervised methods:
+        noise=None, fraction: float = 1.0, measures=MEASURES, epochs: int | None = None,
+        every: int | None = None) -> experiment.Run:
+    """Train method ``name`` (its knob at ``value``, at learning rate ``lr`` and for ``epochs`` where given) on
+    ``splits.train`` and measure :func:`scores` (its ``measures``) on ``splits.test``; with ``every``, also the
+    first of ``measures`` on ``splits.test`` after every ``every`` epochs and after the last, into the history (the
+    curve :func:`choose_lengths` reads, on a validation split). Supervised methods:
     :func:`dml_tutorial.experiment.train_and_retrieve` on P x K batches (``cfg["p"]`` classes, at most as many as the
     training split has, x ``cfg["k"]``, so the batch size is kept when a validation split has fewer classes), with
     label ``noise`` and a ``fraction`` of the samples. Unsupervised methods:
     :func:`dml_tutorial.clustering.train_and_retrieve`; labels never reach them, so ``noise`` and ``fraction`` are
     refused. Either way only the test split is embedded, and measured once, here."""
-    m, cfg_m = method(name), settings(name, cfg, value, lr)
+    m, cfg_m = method(name), settings(name, cfg, value, lr, epochs)
+    evaluate = None
+    if every is not None:
+        cfg_m["eval_every"] = every
+        evaluate = _checkpoint(splits.test, seed, measures[0], cfg)
     if m.supervised:
         classes = len(np.unique(splits.train.labels))
         p = min(cfg["p"], classes)
         result = experiment.train_and_retrieve(splits, make_loss(name, value), cfg_m, p=p,
                                                k=cfg["p"] * cfg["k"] // p, seed=seed, device=device, noise=noise,
-                                               fraction=fraction, score=False)
+                                               fraction=fraction, score=False, evaluate=evaluate)
     else:
         if noise is not None or fraction != 1.0:
             raise ValueError(f"{name} trains without labels: label noise and the topline do not apply to it")
-        result = clustering.train_and_retrieve(splits, m.unsupervised, cfg_m, seed=seed, device=device, score=False)
+        result = clustering.train_and_retrieve(splits, m.unsupervised, cfg_m, seed=seed, device=device, score=False,
+                                               evaluate=evaluate)
     seconds = result.metrics["seconds"]
     result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, cfg.get("cluster_classes")),
                       "seconds": seconds}
     return result
+
+
+def _checkpoint(test, seed: int, measure: str, cfg: dict):
+    """``evaluate(model) -> {measure: value}``: :func:`scores`' ``measure`` on ``test``'s embeddings."""
+    workers = cfg.get("workers", 0)
+
+    def evaluate(model):
+        z = train.embed(model, test, num_workers=workers)
+        return scores(z, test.labels, seed, (measure,), cfg.get("cluster_classes"))
+
+    return evaluate
 
 
 def validation_split(splits, held_out: int = 2) -> Splits:
@@ -275,6 +311,28 @@ def choose(results: dict, metric: str = "MAP@R") -> dict:
         if name not in best or mean > best[name][1]:
             best[name] = (value, mean)
     return {name: value for name, (value, _) in best.items()}
+
+
+def choose_lengths(results: dict, metric: str = "MAP@R") -> tuple[dict, dict]:
+    """Each method's training length, read from its checkpoints on a validation split (issue #48: every method
+    trained to where its validation curve stops rising, as Musgrave et al. 2020 keep each method's best validation
+    checkpoint). ``results``: ``{(name, (value, lr)): [Run per seed]}``, each run trained with checkpoints
+    (:func:`run` with ``every``) at the method's chosen setting. The length is the checkpoint with the highest
+    mean ``metric`` over the seeds (ties: the shorter). Returns ``({name: epochs}, table)``, the table ``{"<name>,
+    <knob> = <value>[, lr <rate>]": {"<n> epochs": [value per seed]}}`` for :func:`dml_tutorial.report.record`."""
+    if not results:
+        raise ValueError("choose_lengths needs at least one method's checkpoints")
+    chosen, table = {}, {}
+    for (name, (value, lr)), runs in results.items():
+        curves = [{r["epoch"]: r[metric] for r in run.history.records if metric in r} for run in runs]
+        epochs = sorted(set.intersection(*(set(c) for c in curves)))
+        if not epochs:
+            raise ValueError(f"{name}'s runs share no checkpoint with {metric!r}: train them with every")
+        means = {e: float(np.mean([c[e] for c in curves])) for e in epochs}
+        chosen[name] = max(epochs, key=lambda e: (means[e], -e))
+        row = f"{name}, {method(name).knob} = {value:g}" + (f", lr {lr:g}" if lr else "")
+        table[row] = {f"{e} epochs": [c[e] for c in curves] for e in epochs}
+    return chosen, table
 
 
 def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:

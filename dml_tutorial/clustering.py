@@ -316,11 +316,14 @@ def random_shift(x: torch.Tensor, max_shift: int = 1, generator: torch.Generator
 
 def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: int = 64, lr: float = 1e-2,
                        momentum: float = 0.9, weight_decay: float = 0.0, augment=random_shift, device="auto",
-                       seed: int = 0, progress: bool = True, description: str = "unsupervised", num_workers: int = 0):
+                       seed: int = 0, progress: bool = True, description: str = "unsupervised", num_workers: int = 0,
+                       evaluate=None, eval_every: int = 1):
     """Train ``objective`` (:class:`CBSwR` or :class:`SME`, which holds the model) without labels: shuffled batches
     of ``batch_size`` images, each with its augmented view (``augment`` on the device for in-memory data; a second
     draw of the dataset's random transform for images on disk, decoded by ``num_workers`` loader processes), SGD
-    with momentum. Returns a :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch."""
+    with momentum. Returns a :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch;
+    ``evaluate(model) -> dict`` (the objective's model, in eval mode) adds its entries after every ``eval_every``
+    epochs and after the last, as :func:`dml_tutorial.train.fit` does."""
     dev = train.resolve_device(device)
     train.seed_everything(seed)
     objective.to(dev).train()
@@ -338,8 +341,14 @@ def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: i
             opt.step()
             records.append({"loss": loss.item(), **parts})
             steps += 1
-        history.records.append({"epoch": epoch + 1, **{key: float(np.mean([r[key] for r in records]))
-                                                       for key in records[0]}, "seconds": time.perf_counter() - t0})
+        record = {"epoch": epoch + 1, **{key: float(np.mean([r[key] for r in records])) for key in records[0]},
+                  "seconds": time.perf_counter() - t0}
+        if evaluate is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
+            objective.eval()
+            with torch.no_grad():
+                record.update(evaluate(objective.model))
+            objective.train()
+        history.records.append(record)
     objective.eval()
     train.record_training(description, steps, time.perf_counter() - began)
     return history
@@ -381,13 +390,15 @@ def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Mod
 
 
 def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device="auto", progress: bool = False,
-                       keep_objective: bool = False, score: bool = True):
+                       keep_objective: bool = False, score: bool = True, evaluate=None):
     """Section 4's protocol: train ``cfg["model"]`` with ``method`` on the training split's images (the seen
     classes; labels unused), then measure retrieval and clustering on the test split (the unseen classes):
     Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k, ``start`` (a
     pretrained trunk, :func:`dml_tutorial.pretrain.load_start`) and those of :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
     holds the trained objective (model, cluster classifier, decoder) for pictures; ``score=False`` leaves the
-    measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does."""
+    measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does; ``evaluate(model) ->
+    dict`` goes into the history after every ``cfg["eval_every"]`` epochs (default 1) and after the last
+    (:func:`train_unsupervised`)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
@@ -400,7 +411,8 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     history = train_unsupervised(objective, splits.train, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
                                  lr=cfg["lr"], augment=partial(random_shift, max_shift=cfg.get("max_shift", 1)),
                                  device=device, seed=seed, progress=progress, description=method,
-                                 num_workers=cfg.get("workers", 0))
+                                 num_workers=cfg.get("workers", 0), evaluate=evaluate,
+                                 eval_every=cfg.get("eval_every", 1))
     seconds = time.perf_counter() - start
     z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed,

@@ -308,7 +308,8 @@ def _pulls(data, loss_fn, p: int, k: int, seed: int):
 
 def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int = 0, device="auto",
                        progress: bool = False, checkpoint=None, curves: bool = False, noise=None, pairs=None,
-                       fraction: float = 1.0, init=None, keep_state: bool = False, score: bool = True) -> Run:
+                       fraction: float = 1.0, init=None, keep_state: bool = False, score: bool = True,
+                       evaluate=None) -> Run:
     """Zero-shot retrieval (ECAML, EPS, noise guarantees): train on the training split (the seen classes) on
     P x K batches, then measure the test split (the unseen classes): Recall@K at the dataset's usual Ks
     (:func:`dml_tutorial.metrics.recall_ks`: 1/2/4/8, or 1/10/100/1000 on SOP), NMI and clustering F1 (k-means
@@ -324,21 +325,25 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
       weights in ``Run.state``;
     - ``score=False`` returns the test embeddings alone (``Run.metrics`` holds only the seconds; no training-split
-      embedding, no k-means), for a caller that measures them its own way (the bench, :func:`bench.scores`)."""
+      embedding, no k-means), for a caller that measures them its own way (the bench, :func:`bench.scores`);
+    - ``evaluate(model) -> dict``: the caller's own checkpoints, into the history after every ``cfg["eval_every"]``
+      epochs (default 1) and after the last (the bench's choice of a training length); not with ``curves``."""
+    if evaluate is not None and curves:
+        raise ValueError("train_and_retrieve takes curves=True or an evaluate function, not both")
     size = cfg.get("curve_samples") or CURVE_SAMPLES
     seen, unseen = _curve_subset(splits.train, seed, size), _curve_subset(splits.test, seed, size)
     workers = cfg.get("workers", 0)
     data = subsample(corrupt(splits.train, noise, seed, pairs), fraction, seed)
     pulls = _pulls(data, loss_fn, p, k, seed) if curves else None  # (its batch drawn only when used)
 
-    def evaluate(model):
+    def curve_point(model):
         out = {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
                "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
                                                  (1,))[1]}
         return {**out, **pulls(model)}
 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
-                                     checkpoint=checkpoint, evaluate=evaluate if curves else None, init=init)
+                                     checkpoint=checkpoint, evaluate=curve_point if curves else evaluate, init=init)
     z_train = train.embed(model, splits.train, num_workers=workers) if score else None
     z_test = train.embed(model, splits.test, num_workers=workers)
     scores = _measure(None, None, z_test, splits.test.labels, cfg, False, seed)[0] if score else {}

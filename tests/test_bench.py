@@ -320,8 +320,9 @@ def test_the_plan_counts_every_grid_of_the_chapter(profile):
     names = bench.selected(cfg)
     labelled = sum(bench.METHODS[n].supervised for n in names)
     noisy = sum(1 for r in cfg["rates"] if r)
+    lengths = cfg["search_seeds"] * len(names) if cfg["length_factor"] else 0  # one a method and search seed
     expected = (bench.SEARCH_BUDGET * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
-                + 2 * noisy * cfg["n_seeds"] * labelled)
+                + 2 * noisy * cfg["n_seeds"] * labelled + lengths)
     assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
 
 
@@ -481,5 +482,65 @@ def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
     noisy = sum(1 for r in cfg["rates"] if r)
     trials = bench.SEARCH_BUDGET * len(cfg["method_lrs"]) + 1  # the grid, and the walk's first step
     expected = (trials * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
-                + 2 * noisy * cfg["n_seeds"] * labelled)
-    assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
+                + 2 * noisy * cfg["n_seeds"] * labelled + cfg["search_seeds"] * len(names))  # and the lengths
+    counted = plan.COUNTS["bench"](cfg, 1000)
+    assert sum(t.runs for t in counted) == expected
+    steps = {t.section: t.steps for t in counted}  # a length's trainings: three times a method's own
+    assert steps["MS: length"] == 3 * steps["MS"] == 3 * 10 * 100 and steps["SME: length"] == 3 * steps["SME"]
+
+
+def _curve(*points, metric="MAP@R"):
+    """A run whose history holds ``metric`` at the given ``(epoch, value)`` checkpoints, between epochs without."""
+    records = [{"epoch": e, "loss": 1.0} for e in range(1, max(e for e, _ in points) + 1)]
+    for e, v in points:
+        records[e - 1][metric] = v
+    return SimpleNamespace(history=SimpleNamespace(records=records))
+
+
+def test_choose_lengths_keeps_the_best_mean_checkpoint_and_the_shorter_on_a_tie():
+    results = {("MS", (0.75, 1e-3)): [_curve((5, 0.50), (10, 0.60), (15, 0.58)),
+                                      _curve((5, 0.52), (10, 0.56), (15, 0.62))],  # means .51, .58, .60
+               ("SME", (0.1, None)): [_curve((2, 0.3), (4, 0.4), (6, 0.4))]}  # a tie: the shorter
+    chosen, table = bench.choose_lengths(results)
+    assert chosen == {"MS": 15, "SME": 4}
+    assert table == {"MS, lam = 0.75, lr 0.001": {"5 epochs": [0.50, 0.52], "10 epochs": [0.60, 0.56],
+                                                  "15 epochs": [0.58, 0.62]},
+                     "SME, tau = 0.1": {"2 epochs": [0.3], "4 epochs": [0.4], "6 epochs": [0.4]}}
+    rows = {row: {"MAP@R": [0.0]} for row in table}  # its rows name the setting as the search table's do
+    assert bench.recorded_choice(rows) == {"MS": (0.75, 1e-3), "SME": (0.1, None)}
+    with pytest.raises(ValueError, match="share no checkpoint"):
+        bench.choose_lengths({("MS", (0.75, 1e-3)): [_curve((5, 0.5), metric="R@1")]})
+    with pytest.raises(ValueError, match="at least one method"):
+        bench.choose_lengths({})
+
+
+def test_a_length_trial_is_the_profiles_factor_times_each_methods_own_epochs():
+    cfg = profiles.settings("bench", "glyphs2")  # 10 epochs labelled, 4 unsupervised; 3 times, 6 checkpoints
+    assert bench.length_trial("MS", cfg) == (30, 5) and bench.length_trial("CBSwR", cfg) == (12, 2)
+    assert bench.length_trial("MS", {**cfg, "length_checkpoints": 100}) == (30, 1)  # at least every epoch
+    for off in ({"length_factor": None}, {"length_checkpoints": 0}):
+        with pytest.raises(ValueError, match="chooses no length"):
+            bench.length_trial("MS", {**cfg, **off})
+    assert bench.settings("MS", cfg, epochs=7)["epochs"] == 7 and bench.settings("SME", cfg, epochs=7)["epochs"] == 7
+    for bad in (0, 2.5):
+        with pytest.raises(ValueError, match="epochs must be a positive whole number"):
+            bench.settings("MS", cfg, epochs=bad)
+
+
+@pytest.mark.parametrize("name", ["MS", "SME"])
+def test_a_run_with_checkpoints_records_its_measure_where_asked_and_trains_the_same(digits, name):
+    """The checkpoints of a length's curve: the measure after every ``every`` epochs and after the last, the last
+    equal to the run's own score; the evaluation leaves the training as it was (the same test embeddings)."""
+    cfg = profiles.settings("bench", "smoke", batches_per_epoch=2, unsup_epochs=3)
+    plain = bench.run(digits, name, cfg, seed=0, device="cpu", epochs=3, measures=("MAP@R",))
+    run = bench.run(digits, name, cfg, seed=0, device="cpu", epochs=3, every=2, measures=("MAP@R",))
+    points = {r["epoch"]: r["MAP@R"] for r in run.history.records if "MAP@R" in r}
+    assert sorted(points) == [2, 3] and len(run.history.records) == 3
+    assert points[3] == pytest.approx(run.metrics["MAP@R"]) and 0 <= points[2] <= 1
+    torch.testing.assert_close(run.test_embeddings, plain.test_embeddings)
+
+
+def test_train_and_retrieve_takes_curves_or_its_own_checkpoints_not_both(digits):
+    with pytest.raises(ValueError, match="curves=True or an evaluate function"):
+        experiment.train_and_retrieve(digits, losses.triplet_loss, profiles.settings("bench", "smoke"), p=4, k=4,
+                                      curves=True, evaluate=lambda model: {})

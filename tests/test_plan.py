@@ -181,15 +181,18 @@ def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
     names, s = bench.selected(cfg), cfg["n_seeds"]
     labelled = [n for n in names if bench.method(n).supervised]
     search, noisy = cfg["search_seeds"] * bench.SEARCH_BUDGET, sum(1 for r in cfg["rates"] if r)
-    assert p.runs == len(labelled) * (search + s + 2 * noisy * s) + (len(names) - len(labelled)) * (search + s)
-    assert [t.section for t in p.trainings] == names and len(probed) == len(names)
+    lengths = cfg["search_seeds"] * len(names)  # the choice of a length: one training a method and search seed
+    assert p.runs == len(labelled) * (search + s + 2 * noisy * s) + (len(names) - len(labelled)) * (search + s) + lengths
+    own = [t for t in p.trainings if not t.section.endswith(": length")]  # a length's share their method's probe
+    assert [t.section for t in own] == names and len(probed) == len(names)
+    assert [t.section for t in p.trainings if t not in own] == [f"{n}: length" for n in names]
     net, x, y = models.make_model("mlp", (1, 8, 8), 8), torch.randn(20, 1, 8, 8), torch.arange(20) % 5
 
     def value(loss):  # as train.fit calls it; some methods draw their negatives at random
         torch.manual_seed(0)
         return loss(net(x), y, SimpleNamespace(x=x, indices=torch.arange(20), model=net)).item()
 
-    for t, kw in zip(p.trainings, probed):
+    for t, kw in zip(own, probed):
         if t.loss[0] == "bench":
             assert kw["classes"] == cfg["p"]
             assert value(kw["loss_fn"]) == pytest.approx(value(bench.make_loss(t.section)))
