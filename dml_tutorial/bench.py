@@ -82,7 +82,7 @@ METHODS = {m.name: m for m in (
     Method("EPS + Triplet", "margin", (0.2, 0.1, 0.4), "triplet", _TRIPLET + (("positives", "easy"),),
            ladder=_MARGINS),
     Method("SME", "tau", (clustering.TAU, 0.05, 0.2), unsupervised="SME", ladder=(0.025, 0.05, 0.1, 0.2, 0.4)),
-    Method("CBSwR", "k", (clustering.K, 16, 64), unsupervised="CBSwR", ladder=(8, 16, 32, 64, 128)),
+    Method("CBSwR", "k", (clustering.K, 16, 64), unsupervised="CBSwR", ladder=(8, 16, 32, 64, 128, 256)),
 )}
 
 

@@ -412,10 +412,14 @@ CHAPTERS["noise_guarantees"]["glyphs2"] = _glyphs2("noise_guarantees", epochs=15
 # setting trains up to length_factor times its epochs on the validation split, MAP@R every length_checkpoints-th
 # of that (supervised: epochs 5, 10, ..., 30; unsupervised: 2, 4, ..., 12), and keeps its best checkpoint's
 # length (bench.choose_lengths) for the bench and its noise runs. Set before any run of it; seeds 0-4 predate it.
+# The ladders reach further for the unsupervised methods, whose walks ended at a ladder's end in seeds 0-4 (CBSwR's
+# k = 128, its top, on seeds 0, 3, 4 and lr 3e-5, the bottom, on seed 4; SME's lr 3e-2, the top, on seed 2): CBSwR's
+# k to 256 (bench.METHODS), the rates from 1e-5 to 1e-1.
 # NMI clusters the first cluster_classes (100) unseen characters, as the chapters do; the first run clustered all 500.
 CHAPTERS["bench"]["glyphs2"] = _glyphs2("bench", epochs=10, batches_per_epoch=100, p=12, k=5, rates=[0.0, 0.4],
                                         held_out=200, search_seeds=1, unsup_epochs=4, max_shift=2,
-                                        method_lrs=[1e-3, 3e-3], lr_ladder=[3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2],
+                                        method_lrs=[1e-3, 3e-3],
+                                        lr_ladder=[1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
                                         walk_knobs=True, length_factor=3, length_checkpoints=6)
 
 
