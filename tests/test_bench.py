@@ -1,7 +1,8 @@
 """Chapter 8's bench: every method is the objective it claims to be (its knob reaches the loss, the value is the
 sum of its terms, finite on degenerate batches), the validation split never sees a test class, the search keeps
-the best candidate, the robustness ratio is paired by seed, the intervals and the tied ranks match scipy and
-hand-worked cases, and one labelled and one unsupervised method run end to end."""
+the best candidate and each method's best checkpoint as its length, the robustness ratio is paired by seed, the
+intervals and the tied ranks match scipy and hand-worked cases, and one labelled and one unsupervised method run
+end to end."""
 
 import inspect
 from types import SimpleNamespace
