@@ -247,22 +247,19 @@ def _bench(cfg, n_train):  # per method: the search on the validation split, the
         m = bench.method(name)
         # the trials the search runs whatever the scores; the notebook adds the rest of its walk (Plan.add)
         search = cfg["search_seeds"] * bench.sure_trials(name, cfg)
-        # the choice of a length: one training a search seed, length_factor times as long, at the chosen setting;
-        # the bench's own trainings are counted at the profile's length (the chosen one may be up to that longer)
-        length = cfg["search_seeds"] if cfg.get("length_factor") else 0
         if m.supervised:
-            out.append(Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape,
-                                 ("bench", name), cfg["p"]))
-            if length:
-                out.append(Trainings(f"{name}: length", length, int(cfg["length_factor"] * steps), batch, cfg["model"],
-                                     shape, ("bench", name), cfg["p"]))
+            t = Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape, ("bench", name),
+                          cfg["p"])
         else:
             own = ((m.knob, m.values[0]), ("batch_size", cfg["unsup_batch_size"]))  # as bench.settings
-            out.append(Trainings(name, search + s, unsup, 2 * cfg["unsup_batch_size"], cfg["model"], shape,
-                                 ("cbswr", m.unsupervised, own)))
-            if length:
-                out.append(Trainings(f"{name}: length", length, int(cfg["length_factor"] * unsup),
-                                     2 * cfg["unsup_batch_size"], cfg["model"], shape, ("cbswr", m.unsupervised, own)))
+            t = Trainings(name, search + s, unsup, 2 * cfg["unsup_batch_size"], cfg["model"], shape,
+                          ("cbswr", m.unsupervised, own))
+        out.append(t)
+        # the choice of a length: one training a search seed, length_factor times as long, at the chosen setting;
+        # the bench's own trainings are counted at the profile's length (the chosen one may be longer)
+        if cfg.get("length_factor") and cfg["search_seeds"]:
+            out.append(replace(t, section=f"{name}: length", runs=cfg["search_seeds"],
+                               steps=int(cfg["length_factor"] * t.steps)))
     return out
 
 
