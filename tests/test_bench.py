@@ -46,8 +46,12 @@ def _batch(labels, same=False, seed=0):
 
 
 def test_every_method_has_the_same_search_budget_with_the_papers_setting_first():
-    assert all(len(m.values) == bench.SEARCH_BUDGET and len(set(m.values)) == bench.SEARCH_BUDGET
-               for m in bench.METHODS.values())
+    bases = {m.base for m in bench.METHODS.values()}
+    for m in bench.METHODS.values():
+        if len(m.values) == 1:  # a control: the base of other rows, its knob where they keep it, no walk
+            assert m.name in bases and not m.ladder and dict(m.options)[m.knob] == m.values[0], m.name
+        else:
+            assert len(set(m.values)) == len(m.values) == bench.SEARCH_BUDGET, m.name
     assert bench.METHODS["Triplet + L^W"].values[0] == 0.5  # DCDL's lambda for L^W (dcdl.LAMBDA)
     assert bench.METHODS["Triplet + EC"].values[0] == 0.02  # ECAML's lambda for the triplet loss
     assert {m.unsupervised for m in bench.METHODS.values()} == {None, "SME", "CBSwR"}
@@ -115,6 +119,46 @@ def test_dcdls_rows_train_on_dcdls_own_triplet_with_small_weights_searched(name,
     torch.testing.assert_close(ours, own)  # margin 0.5 on squared distances, FaceNet's band
     values = bench.METHODS[name].values
     assert values[0] == dcdl.LAMBDA[term] and min(values) <= 0.01  # the paper's lambda first, small ones searched
+
+
+@pytest.mark.parametrize("name", [n for n, m in bench.METHODS.items() if m.base])
+def test_each_term_trains_its_bases_loss_with_its_bases_sampling(name):
+    m, base = bench.METHODS[name], bench.METHODS[bench.METHODS[name].base]
+    assert base.supervised and base.base is None and m.local == base.local
+    assert set(base.options) <= set(m.options)  # EPS adds its positives; a term adds nothing
+    if m.knob in objective.TERMS:  # the term's rows, at their base's loss: the same value as the base's loss here
+        z, y, batch = _batch([0, 0, 0, 1, 1, 1, 2, 2, 2])
+        with_term = bench.make_loss(name).parts(z, y, batch, generator=torch.Generator().manual_seed(3))
+        alone = bench.make_loss(base.name).parts(z, y, batch, generator=torch.Generator().manual_seed(3))
+        torch.testing.assert_close(with_term[m.local], alone[base.local])
+
+
+def test_term_gains_pairs_each_term_with_its_own_base_and_skips_an_absent_base():
+    values = {"Triplet, DCDL's": [0.50, 0.60, 0.70], "Triplet + L^W": [0.52, 0.62, 0.73],
+              "Triplet + L^L": [0.40, 0.50, 0.61], "Triplet + EC": [0.55, 0.58, 0.68], "MS": [0.1, 0.2, 0.3]}
+    frame = bench.term_gains(values)  # EC's base (the random semi-hard triplet) is absent: no row
+    assert list(frame.index) == ["Triplet + L^W vs Triplet, DCDL's", "Triplet + L^L vs Triplet, DCDL's"]
+    assert list(frame[""]) == ["better", "worse"]
+    d = stats.ttest_rel(values["Triplet + L^W"], values["Triplet, DCDL's"]).confidence_interval()
+    row = frame.loc["Triplet + L^W vs Triplet, DCDL's"]
+    assert (row["gain"], row["low"], row["high"]) == pytest.approx((2.0 + 1 / 3, 100 * d.low, 100 * d.high))
+    assert bench.term_gains({"MS": [0.1, 0.2]}).empty
+
+
+def test_the_gate_passes_a_row_above_every_reference_and_fails_the_rest_with_a_reason():
+    refs = {"raw input": [0.20, 0.22, 0.21, 0.19, 0.20], "untrained network": [0.05] * 5,
+            "pretrained, not fine-tuned": [0.50, 0.52, 0.49, 0.51, 0.50]}
+    rows = {"MS": [0.80, 0.83, 0.79, 0.82, 0.81],  # far above all three
+            "Margin": [0.515, 0.525, 0.505, 0.52, 0.51],  # about 1 point above the start: less than 2
+            "N-pair": [0.995, 0.99, 0.996, 0.994, 0.997]}  # within 2 points of 100%
+    table = {n: {"R@1": v} for n, v in {**rows, **refs}.items()}
+    gate = bench.gated(table)
+    assert set(gate) == set(rows) and gate["MS"][0] and not gate["Margin"][0] and not gate["N-pair"][0]
+    assert "pretrained" in gate["Margin"][1] and "no room" in gate["N-pair"][1]
+    without_start = {n: v for n, v in table.items() if n != "pretrained, not fine-tuned"}
+    assert bench.gated(without_start)["Margin"][0]  # the start was the only reference it did not beat by 2
+    assert not any(ok for ok, _ in bench.gated({"MS": {"R@1": rows["MS"]}}).values())  # nothing to gate on
+    assert not bench.gated(table, smallest_effect=0.35)["MS"][0]  # the raw input by 60, the start by 31 points
 
 
 def test_unknown_and_unsupervised_names_are_clear_errors():
@@ -322,7 +366,8 @@ def test_the_plan_counts_every_grid_of_the_chapter(profile):
     labelled = sum(bench.METHODS[n].supervised for n in names)
     noisy = sum(1 for r in cfg["rates"] if r)
     lengths = cfg["search_seeds"] * len(names) if cfg["length_factor"] else 0  # one a method and search seed
-    expected = (bench.SEARCH_BUDGET * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
+    candidates = sum(len(bench.METHODS[n].values) for n in names)  # a control has one (the others SEARCH_BUDGET)
+    expected = (candidates * cfg["search_seeds"] + cfg["n_seeds"] * len(names)
                 + 2 * noisy * cfg["n_seeds"] * labelled + lengths)
     assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
 
@@ -472,6 +517,8 @@ def test_the_walk_refuses_a_point_off_its_ladder_and_stops_at_the_ladders_ends()
 
 def test_every_ladder_holds_its_methods_candidates_in_order():
     for m in bench.METHODS.values():
+        if len(m.values) == 1:  # a control does not walk
+            continue
         assert list(m.ladder) == sorted(m.ladder) and set(m.values) <= set(m.ladder), m.name
         assert min(m.ladder) < min(m.values) and max(m.ladder) > max(m.values) or m.name == "MS", m.name
 
@@ -481,8 +528,8 @@ def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
     names = bench.selected(cfg)
     labelled = sum(bench.METHODS[n].supervised for n in names)
     noisy = sum(1 for r in cfg["rates"] if r)
-    trials = bench.SEARCH_BUDGET * len(cfg["method_lrs"]) + 1  # the grid, and the walk's first step
-    expected = (trials * cfg["search_seeds"] * len(names) + cfg["n_seeds"] * len(names)
+    trials = sum(len(bench.METHODS[n].values) * len(cfg["method_lrs"]) + 1 for n in names)  # grid + first step
+    expected = (trials * cfg["search_seeds"] + cfg["n_seeds"] * len(names)
                 + 2 * noisy * cfg["n_seeds"] * labelled + cfg["search_seeds"] * len(names))  # and the lengths
     counted = plan.COUNTS["bench"](cfg, 1000)
     assert sum(t.runs for t in counted) == expected

@@ -179,10 +179,10 @@ def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
     cfg = profiles.settings("bench", "smoke")
     p = plan.make("bench", cfg, "cpu", n_train=1_000)
     names, s = bench.selected(cfg), cfg["n_seeds"]
-    labelled = [n for n in names if bench.method(n).supervised]
-    search, noisy = cfg["search_seeds"] * bench.SEARCH_BUDGET, sum(1 for r in cfg["rates"] if r)
+    search = {n: cfg["search_seeds"] * len(bench.method(n).values) for n in names}  # a control: one candidate
+    noisy = sum(1 for r in cfg["rates"] if r)
     lengths = cfg["search_seeds"] * len(names)  # the choice of a length: one training a method and search seed
-    assert p.runs == len(labelled) * (search + s + 2 * noisy * s) + (len(names) - len(labelled)) * (search + s) + lengths
+    assert p.runs == sum(search[n] + s + 2 * noisy * s * bench.method(n).supervised for n in names) + lengths
     own = [t for t in p.trainings if not t.section.endswith(": length")]  # a length's share their method's probe
     assert [t.section for t in own] == names and len(probed) == len(names)
     assert [t.section for t in p.trainings if t not in own] == [f"{n}: length" for n in names]
