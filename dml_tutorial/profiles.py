@@ -195,12 +195,16 @@ CHAPTERS["cbswr"]["fashion"] = _fashion("cbswr", seen=FASHION_SEEN, epochs=3, ma
 CHAPTERS["dcdl"]["fashion"] = _fashion(
     "dcdl", epochs=10, batches_per_epoch=100, terms=["L", "W"], alone_noise=[None], lambdas=[5.0])
 
+# The bench's search on the CPU test beds (issue #48, each method's best shot): every knob value at two rates, then
+# the walk along the knob's ladder and these rates until the best is flanked (bench.search).
+BENCH_SEARCH = {"method_lrs": [1e-3, 3e-3], "lr_ladder": [1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
+                "walk_knobs": True, "length_factor": 3, "length_checkpoints": 6}
 # The bench on Fashion-MNIST: every method, 5 seeds, noise rates 0-0.6 with their toplines; labelled runs as the
-# other chapters' (10 epochs of 100 batches of 5 classes x 12: two passes), the unsupervised methods two passes too,
-# each trained for the length its validation curve chose (up to 3 times as long), as on test bed II.
+# other chapters' (10 epochs of 100 batches of 5 classes x 12: two passes), the unsupervised methods two passes too;
+# each method's knob, rate and length searched as on test bed II (BENCH_SEARCH: up to 3 times as long).
 CHAPTERS["bench"]["fashion"] = _fashion(
     "bench", seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12, rates=[0.0, 0.2, 0.4, 0.6],
-    unsup_epochs=2, max_shift=2, search_seeds=1, length_factor=3, length_checkpoints=6)
+    unsup_epochs=2, max_shift=2, search_seeds=1, **BENCH_SEARCH)
 
 
 # The glyph test bed (data.glyphs): 1,500 characters rendered from 11 font faces, 1,000 seen (22,000 training
@@ -418,9 +422,7 @@ CHAPTERS["noise_guarantees"]["glyphs2"] = _glyphs2("noise_guarantees", epochs=15
 # NMI clusters the first cluster_classes (100) unseen characters, as the chapters do; the first run clustered all 500.
 CHAPTERS["bench"]["glyphs2"] = _glyphs2("bench", epochs=10, batches_per_epoch=100, p=12, k=5, rates=[0.0, 0.4],
                                         held_out=200, search_seeds=1, unsup_epochs=4, max_shift=2,
-                                        method_lrs=[1e-3, 3e-3],
-                                        lr_ladder=[1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1],
-                                        walk_knobs=True, length_factor=3, length_checkpoints=6)
+                                        **BENCH_SEARCH)
 
 
 # The colab profile's budget, before any T4 measured it: an H100 trained these backbones at the images per second of

@@ -359,7 +359,7 @@ def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monk
     assert seen["p"] == 4 and seen["p"] * seen["k"] == cfg["p"] * cfg["k"]
 
 
-@pytest.mark.parametrize("profile", ["smoke", "fashion", "colab", "full"])
+@pytest.mark.parametrize("profile", ["smoke", "colab", "full"])  # the walk's profiles: the test below
 def test_the_plan_counts_every_grid_of_the_chapter(profile):
     cfg = profiles.settings("bench", profile)
     names = bench.selected(cfg)
@@ -523,8 +523,9 @@ def test_every_ladder_holds_its_methods_candidates_in_order():
         assert min(m.ladder) < min(m.values) and max(m.ladder) > max(m.values) or m.name == "MS", m.name
 
 
-def test_the_plan_counts_the_walks_first_step_on_test_bed_ii():
-    cfg = profiles.settings("bench", "glyphs2")
+@pytest.mark.parametrize("profile", ["fashion", "glyphs2"])
+def test_the_plan_counts_the_walks_first_step_on_the_cpu_test_beds(profile):
+    cfg = profiles.settings("bench", profile)
     names = bench.selected(cfg)
     labelled = sum(bench.METHODS[n].supervised for n in names)
     noisy = sum(1 for r in cfg["rates"] if r)
