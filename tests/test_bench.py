@@ -133,6 +133,14 @@ def test_each_term_trains_its_bases_loss_with_its_bases_sampling(name):
         torch.testing.assert_close(with_term[m.local], alone[base.local])
 
 
+def test_the_baseline_is_the_random_semi_hard_triplet_or_the_first_method_where_a_run_leaves_it_out():
+    assert bench.baseline(["MS", bench.BASELINE, "Margin"]) == bench.BASELINE
+    assert bench.baseline({"MS": [0.1], "Margin": [0.2]}) == "MS"  # a run of a profile's chosen methods
+    assert bench.METHODS[bench.BASELINE].supervised and bench.METHODS["Triplet + EC"].base == bench.BASELINE
+    with pytest.raises(ValueError, match="no methods"):
+        bench.baseline([])
+
+
 def test_term_gains_pairs_each_term_with_its_own_base_and_skips_an_absent_base():
     values = {"Triplet, DCDL's": [0.50, 0.60, 0.70], "Triplet + L^W": [0.52, 0.62, 0.73],
               "Triplet + L^L": [0.40, 0.50, 0.61], "Triplet + EC": [0.55, 0.58, 0.68], "MS": [0.1, 0.2, 0.3]}
