@@ -11,11 +11,12 @@ A method (:data:`METHODS`) is a local loss of the zoo with its sampling strategy
 of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutorial.clustering` (SME, CBSwR), which
 sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
 the paper's own setting among them, and a ladder of values beyond them that a search's walk may climb
-(:func:`search`); a control (DCDL's triplet alone) keeps the one setting of the rows it is the base of. Each loss keeps the reduction of its definition (:mod:`dml_tutorial.losses`:
-the triplet loss the mean over its sampled triplets, zeros included; the margin loss the mean over its non-zero
-terms; multi-similarity a mean over anchors, N-pair over anchor/positive pairs, binomial a mean over positive
-pairs plus one over negative pairs), each added term its own (:mod:`dml_tutorial.objective`). Every method is
-measured by :func:`scores`, on the same test embeddings.
+(:func:`search`); a control (DCDL's triplet alone) keeps the one setting of the rows it is the base of. Each loss
+keeps the reduction of its definition (:mod:`dml_tutorial.losses`: the triplet loss the mean over its sampled
+triplets, zeros included; the margin loss the mean over its non-zero terms; multi-similarity a mean over anchors,
+N-pair over anchor/positive pairs, binomial a mean over positive pairs plus one over negative pairs), each added
+term its own (:mod:`dml_tutorial.objective`). Every method is measured by :func:`scores`, on the same test
+embeddings.
 """
 
 from __future__ import annotations
@@ -456,9 +457,10 @@ def gated(table: dict, metric: str = "R@1", smallest_effect: float | None = None
     method row of a bench table ``{row: {metric: per-seed values}}``: does its ``metric`` beat each reference row
     the table holds (:data:`~dml_tutorial.experiment.REFERENCES`, and the pretrained start where there is one) by
     ``smallest_effect`` (a fraction; ``None``: the book's smallest retrieval effect,
-    :data:`dml_tutorial.claims.RETRIEVAL`, 2 points of R@1), paired by seed at ``confidence`` adjusted for the methods tested
-    (Bonferroni), with room below the ceiling? Issue #48: "training helps" and robustness are reported on R@1, and
-    robustness only for the rows that pass. A table without both reference rows gates nothing: every row fails."""
+    :data:`dml_tutorial.claims.RETRIEVAL`, 2 points of R@1), paired by seed at ``confidence`` adjusted for the
+    methods tested (Bonferroni), with room below the ceiling? Issue #48: "training helps" and robustness are
+    reported on R@1, and robustness only for the rows that pass. A table without both reference rows gates
+    nothing: every row fails."""
     names = [n for n in table if n in METHODS and metric in table[n]]
     kinds = experiment.REFERENCES + (experiment.STARTED,)
     refs = {k: table[k][metric] for k in kinds if metric in table.get(k, {})}
