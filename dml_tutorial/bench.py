@@ -353,13 +353,33 @@ def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     where the search tried no rates."""
     best = {}
     for row, columns in table.items():
-        row, _, lr = row.partition(", lr ")
-        head, value = row.rsplit(" = ", 1)
-        name = head.rsplit(", ", 1)[0]  # a name may hold commas ("Triplet, random semi-hard"); a knob does not
+        name, value, lr = _setting(row)
         mean = float(np.mean(columns[metric]))
         if name not in best or mean > best[name][2]:
-            best[name] = (float(value), float(lr) if lr else None, mean)
+            best[name] = (value, lr, mean)
     return {name: (value, lr) for name, (value, lr, _) in best.items()}
+
+
+def capped(table: dict) -> list[str]:
+    """The methods whose length the cap chose, not the curve: read back from a recorded length table (the
+    chapter's "Length: MAP@R on the validation classes at each checkpoint", rows ``"<name>, <knob> = <value>[, lr
+    <rate>]"``, columns ``"<n> epochs"``), the checkpoint with the highest mean over seeds (ties: the shorter, as
+    :func:`choose_lengths` picks) is the longest one tried. Their validation curve had not stopped rising at
+    ``length_factor`` times their budget, so they are ranked while still climbing."""
+    names = []
+    for row, columns in table.items():
+        means = {int(column.split()[0]): float(np.mean(v)) for column, v in columns.items()}
+        if max(means, key=lambda e: (means[e], -e)) == max(means):
+            names.append(_setting(row)[0])
+    return names
+
+
+def _setting(row: str) -> tuple[str, float, float | None]:
+    """``(name, value, lr)`` from a search or length table's row ``"<name>, <knob> = <value>[, lr <rate>]"``."""
+    row, _, lr = row.partition(", lr ")
+    head, value = row.rsplit(" = ", 1)
+    name = head.rsplit(", ", 1)[0]  # a name may hold commas ("Triplet, random semi-hard"); a knob does not
+    return name, float(value), float(lr) if lr else None
 
 
 def shared_rate(fits: dict, rates, metric: str = "R@1", rate_ladder=None) -> tuple[float, dict]:

@@ -571,6 +571,19 @@ def test_choose_lengths_keeps_the_best_mean_checkpoint_and_the_shorter_on_a_tie(
         bench.choose_lengths({})
 
 
+def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
+    results = {("MS", (0.75, 1e-3)): [_curve((5, 0.50), (10, 0.60), (15, 0.58)),
+                                      _curve((5, 0.52), (10, 0.56), (15, 0.62))],  # means .51, .58, .60
+               ("N-pair", (10.0, 3e-3)): [_curve((5, 0.5), (10, 0.7), (15, 0.6))],  # peaks inside
+               ("SME", (0.1, None)): [_curve((2, 0.3), (4, 0.4), (6, 0.4))]}  # a tie at the end: the shorter
+    chosen, table = bench.choose_lengths(results)
+    longest = {name: len(runs[0].history.records) for (name, _), runs in results.items()}
+    assert bench.capped(table) == ["MS"]
+    assert [n for n in chosen if chosen[n] == longest[n]] == ["MS"]  # as choose_lengths chose
+    table["SME, tau = 0.1"]["6 epochs"] = [0.41]  # now rising to the end
+    assert bench.capped(table) == ["MS", "SME"]
+
+
 def test_a_length_trial_is_the_profiles_factor_times_each_methods_own_epochs():
     cfg = profiles.settings("bench", "glyphs2")  # 10 epochs labelled, 4 unsupervised; 3 times, 6 checkpoints
     assert bench.length_trial("MS", cfg) == (30, 5) and bench.length_trial("CBSwR", cfg) == (12, 2)
