@@ -360,12 +360,24 @@ def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     return {name: (value, lr) for name, (value, lr, _) in best.items()}
 
 
+#: The title of the table of each method's validation curve at the chosen setting (:func:`choose_lengths`).
+LENGTH_TABLE = "Length: MAP@R on the validation classes at each checkpoint"
+
+
+def still_climbing(runs: list[dict]) -> tuple[int, int]:
+    """``(capped, chosen)``: over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`), seed by seed, how
+    many of the lengths chosen (seeds x methods, a sum over the runs' :data:`LENGTH_TABLE`) the budget set, not the
+    curve (:func:`capped`); ``(0, 0)`` when no run chose a length."""
+    tables = [t["measured"] for r in runs for t in r["tables"] if t["table"] == LENGTH_TABLE]
+    return sum(len(capped(t)) for t in tables), sum(len(t) for t in tables)
+
+
 def capped(table: dict) -> list[str]:
-    """The methods whose length the cap chose, not the curve: read back from a recorded length table (the
-    chapter's "Length: MAP@R on the validation classes at each checkpoint", rows ``"<name>, <knob> = <value>[, lr
-    <rate>]"``, columns ``"<n> epochs"``), the checkpoint with the highest mean over seeds (ties: the shorter, as
-    :func:`choose_lengths` picks) is the longest one tried. Their validation curve had not stopped rising at
-    ``length_factor`` times their budget, so they are ranked while still climbing."""
+    """The methods whose length the budget chose, not the curve, read back from a recorded length table
+    (:data:`LENGTH_TABLE`, rows ``"<name>, <knob> = <value>[, lr <rate>]"``, columns ``"<n> epochs"``): those
+    whose checkpoint with the highest mean over seeds (ties: the shorter, as :func:`choose_lengths` picks) is the
+    longest one tried. Their validation curve had not stopped rising at ``length_factor`` times their budget, so
+    they are ranked while still climbing."""
     names = []
     for row, columns in table.items():
         means = {int(column.split()[0]): float(np.mean(v)) for column, v in columns.items()}

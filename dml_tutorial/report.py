@@ -146,10 +146,15 @@ def load_runs(folder: Path = RESULTS) -> list[dict]:
     return sorted(runs, key=lambda r: r["date"])
 
 
+def runs_of(chapter: str, profile: str, folder: Path = RESULTS) -> list[dict]:
+    """The committed run files of ``chapter`` under ``profile`` (:func:`load_runs`), one per seed, oldest first."""
+    return [r for r in load_runs(folder) if r["chapter"] == chapter and r.get("profile") == profile]
+
+
 def recorded(chapter: str, profile: str, folder: Path = RESULTS) -> dict:
     """``{table: measured}`` of the committed runs of ``chapter`` under ``profile``, seeds merged (``{}`` when
     none has run): what a chapter reads to write about its real-data runs."""
-    runs = [r for r in load_runs(folder) if r["chapter"] == chapter and r.get("profile") == profile]
+    runs = runs_of(chapter, profile, folder)
     return {table: measured for table, (measured, _) in merge_seeds(runs).items()}
 
 
@@ -521,7 +526,7 @@ def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True)
     say it again)."""
     from IPython.display import Markdown, display
 
-    runs = [r for r in load_runs(results) if r["chapter"] == chapter and r.get("profile") == profile]
+    runs = runs_of(chapter, profile, results)
     if not runs and say:
         where = _shown(Path(results) / chapter)
         display(Markdown(f"**Not run yet**: no `{profile}` run of this chapter under `{where}`. "
