@@ -7,7 +7,9 @@
 - ``sweep GRID.yaml [--devices 0,1] [--results DIR]`` runs one chapter over a parameter grid (e.g. several seeds of
   the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
   resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
-  a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state.
+  a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
+  ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
+  run in progress (``data/pending/``, data/README.md).
 - ``report [--results DIR] [--pages DIR]`` writes the "At paper scale" page, the verdict table and the claims
   registry page from the run files.
 
@@ -249,11 +251,44 @@ def _stopped_by_signals(running: set, stopping: threading.Event):
             signal.signal(s, handler)
 
 
+def _git(folder: Path, *argv: str) -> subprocess.CompletedProcess:
+    return subprocess.run(["git", "-C", str(folder), *argv], check=False, capture_output=True, text=True)
+
+
+def check_committable(results: Path) -> str | None:
+    """Why run files written into ``results`` could not be committed (not in a git work tree, or ignored by it),
+    or None: asked before a sweep with ``--commit`` starts, not hours later."""
+    results.mkdir(parents=True, exist_ok=True)
+    if _git(results, "rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
+        return f"--commit: {results} is not inside a git work tree"
+    if _git(results, "check-ignore", "-q", "probe.json").returncode == 0:
+        return (f"--commit: git ignores the run files in {results} (see .gitignore; the repository's "
+                "data/pending/ is not ignored)")
+    return None
+
+
+def commit_run(file: Path) -> str | None:
+    """Commit one finished run file and its figures folder, and nothing else (a path-limited commit leaves
+    whatever else is staged alone), to the git repository that holds it; returns why not, or None."""
+    paths = [str(p.resolve()) for p in (file, file.with_suffix(".figures")) if p.exists()]
+    made = json.loads(file.read_text()).get("commit", "unknown")[:12]
+    for argv in (["add", "--", *paths],
+                 ["commit", "-q", "-m", f"Sweep run {file.parent.name}/{file.stem} (made from {made})", "--", *paths]):
+        done = _git(file.parent, *argv)
+        if done.returncode:
+            return f"git {argv[0]} failed: {(done.stderr or done.stdout).strip()}"
+    return None
+
+
 def _sweep(args, parser) -> int:
     try:
         spec = load_grid(args.grid)
     except (ValueError, OSError) as err:
         parser.error(str(err))
+    if args.commit and args.executor == "slurm":
+        parser.error("--commit works with the local executor (a SLURM job's run file is committed by hand)")
+    if args.commit and not args.status and (why := check_committable(args.results)):
+        parser.error(why)
     chapter = spec["chapter"]
     points = sweep_points(spec)
     if args.executor == "slurm":
@@ -303,6 +338,8 @@ def _sweep(args, parser) -> int:
                 done += code == 0
                 if code:
                     failed.append(f"{futures[future]} (exit {code}, log: {log})")
+                elif args.commit and (why := commit_run(args.results / chapter / f"{futures[future]}.json")):
+                    print(f"warning: {futures[future]} finished but was not committed: {why}", file=sys.stderr)
     except _Stop as stop:
         print(f"{chapter}: stopped by {stop.name}; {done} of {len(todo)} runs finished, the runs in progress were "
               "stopped (their logs kept); the same command resumes", file=sys.stderr)
@@ -415,6 +452,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
     sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, pending, "
                        "failed, cancelled, not submitted) and run nothing")
+    sweep.add_argument("--commit", action="store_true",
+                       help="commit each run file (and its figures) to the git repository holding --results as "
+                            "soon as it finishes, and nothing else (e.g. --results data/pending)")
     sweep.add_argument("--executor", choices=("local", "slurm"), default="local",
                        help="local: run here, one point per device at a time (default); slurm: one job per point "
                             "through submitit, and return (see --wait)")

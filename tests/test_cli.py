@@ -128,6 +128,49 @@ def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
 
 
+def _repo(folder, monkeypatch) -> Path:
+    """``folder`` made a git repository with one commit, whose .gitignore ignores ``ignored/``."""
+    for key, value in {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+                       "GIT_COMMITTER_EMAIL": "t@t"}.items():
+        monkeypatch.setenv(key, value)
+    (folder / ".gitignore").write_text("ignored/\n")
+    for argv in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "start"]):
+        subprocess.run(["git", "-C", str(folder), *argv], check=True)
+    return folder
+
+
+def _git_lines(folder, *argv) -> list[str]:
+    return subprocess.run(["git", "-C", str(folder), *argv], capture_output=True, text=True,
+                          check=True).stdout.splitlines()
+
+
+def test_sweep_commit_commits_each_run_file_and_nothing_else(folder, monkeypatch):
+    """A sweep spanning several sittings (ten glyphs2 seeds: 5-10 hours) keeps every finished run in git."""
+    repo = _repo(folder, monkeypatch)
+    (repo / "staged.txt").write_text("work in progress\n")
+    subprocess.run(["git", "-C", str(repo), "add", "staged.txt"], check=True)
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1]\n")
+    assert cli.main(["sweep", str(grid), "--results", str(repo / "pending"), "--output", str(repo / "ignored"),
+                     "--commit"]) == 0
+    subjects = _git_lines(repo, "log", "--format=%s")
+    assert len(subjects) == 3 and all(s.startswith("Sweep run toy/smoke_seed-") for s in subjects[:2])
+    touched = sorted(_git_lines(repo, "diff", "--name-only", "HEAD~2", "HEAD"))
+    assert touched == ["pending/toy/smoke_seed-0.figures/toy-figure.png", "pending/toy/smoke_seed-0.json",
+                       "pending/toy/smoke_seed-1.figures/toy-figure.png", "pending/toy/smoke_seed-1.json"]
+    assert _git_lines(repo, "diff", "--cached", "--name-only") == ["staged.txt"]  # still staged, not committed
+
+
+def test_sweep_commit_refuses_an_ignored_results_folder_before_running(folder, monkeypatch, capsys):
+    repo = _repo(folder, monkeypatch)
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0]\n")
+    err = _fails(["sweep", str(grid), "--results", str(repo / "ignored"), "--commit"], capsys)
+    assert "git ignores the run files in" in err
+    assert not (repo / "ignored" / "toy").exists()  # nothing ran
+    outside = folder.parent / "outside"
+    assert "is not inside a git work tree" in _fails(["sweep", str(grid), "--results", str(outside), "--commit"],
+                                                     capsys)
+
+
 def test_sweep_gives_each_parallel_run_one_gpu(folder):
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
     results = folder / "results"
