@@ -159,6 +159,34 @@ def choose_trainings(fits: dict, rates, rate_ladder=None, metric: str = "probe a
     return chosen, table
 
 
+#: The two tables the chapter records when it chooses each row's training (test bed II).
+SEARCH_TABLE = "Each row's rate and length: the probe on a held-out training face"
+CHOICE_TABLE = "The rate and length each row trained at"
+
+
+def choice_table(chosen: dict) -> dict:
+    """:func:`choose_trainings`'s choice as :func:`dml_tutorial.report.record` takes it (:data:`CHOICE_TABLE`):
+    ``{"row (column)": {"log10 rate": [log10 lr], "epochs": [n]}}``."""
+    return {f"{row} ({column})": {"log10 rate": [float(np.log10(c["lr"]))], "epochs": [c["epochs"]]}
+            for (row, column), c in chosen.items()}
+
+
+def still_climbing(runs: list[dict]) -> tuple[int, int]:
+    """``(capped, chosen)``: over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`), how many of the
+    rows' chosen lengths (a sum over the runs' :data:`CHOICE_TABLE` rows) are the longest checkpoint the search
+    probed (:data:`SEARCH_TABLE`'s last column, the profile's length): those rows' validation curves had not
+    stopped rising when the budget ended. ``(0, 0)`` when no run chose a length."""
+    capped = chosen = 0
+    for run in runs:
+        tables = {t["table"]: t["measured"] for t in run["tables"]}
+        if CHOICE_TABLE not in tables:
+            continue
+        longest = max(int(column.split()[0]) for row in tables[SEARCH_TABLE].values() for column in row)
+        lengths = [row["epochs"][0] for row in tables[CHOICE_TABLE].values()]
+        capped, chosen = capped + sum(n == longest for n in lengths), chosen + len(lengths)
+    return capped, chosen
+
+
 def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spread: float = 0.01, seed: int = 0):
     """Embeddings of one batch in which every class is compact (unit vectors within ``spread`` of its centre), as
     a trained network leaves them: ``"apart"``, each class at its own random direction; ``"simplex"``, the

@@ -212,6 +212,21 @@ def test_choose_trainings_walks_the_rate_until_flanked_and_takes_the_best_checkp
         dcdl.choose_trainings(silent, [1e-3])
 
 
+def test_still_climbing_counts_the_rows_whose_chosen_length_is_the_last_checkpoint():
+    rising = {lr: {5: 0.1 * s, 10: 0.2 * s, 15: 0.3 * s} for lr, s in ((1e-3, 1.0), (3e-3, 1.1), (1e-2, 0.9))}
+    peaked = {lr: {5: 0.3, 10: 0.5 * s, 15: 0.4} for lr, s in ((1e-3, 1.0), (3e-3, 1.1), (1e-2, 0.9))}
+    fits = {("A", "clean"): _curve_fit(rising, []), ("B", "sym 0.3"): _curve_fit(peaked, [])}
+    chosen, search = dcdl.choose_trainings(fits, [1e-3, 3e-3], [1e-3, 3e-3, 1e-2])
+    choice = dcdl.choice_table(chosen)
+    assert choice == {"A (clean)": {"log10 rate": [pytest.approx(np.log10(3e-3))], "epochs": [15]},
+                      "B (sym 0.3)": {"log10 rate": [pytest.approx(np.log10(3e-3))], "epochs": [10]}}
+    run = {"tables": [{"table": dcdl.SEARCH_TABLE, "measured": search},
+                      {"table": dcdl.CHOICE_TABLE, "measured": choice}]}
+    recorded = {"tables": [{"table": "Tables 1/4", "measured": {}}]}  # a run that chose no length
+    assert dcdl.still_climbing([run, recorded]) == (1, 2)  # A rises to the end at its rate, B peaks at 10
+    assert dcdl.still_climbing([run, run]) == (2, 4) and dcdl.still_climbing([recorded]) == (0, 0)
+
+
 def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_probes_curve():
     cfg = {"model": "mlp", "dim": 8, "dropout": 0.0, "epochs": 4, "lr": 1e-3, "threads": 1, "p": 4,
            "held_out_faces": 1, "probe_every": 2}
