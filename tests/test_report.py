@@ -223,6 +223,25 @@ def test_each_fashion_profile_has_a_sweep_file_and_its_results_are_whole(chapter
             assert all((path.parent / f).exists() for f in run.get("figures", [])), "commit the run's figures"
 
 
+PENDING = sorted((ROOT / "data" / "pending").glob("*/*.json"))
+
+
+@pytest.mark.parametrize("path", PENDING, ids=[f"{p.parent.name}/{p.stem}" for p in PENDING])
+def test_a_pending_run_is_a_sweep_point_made_from_a_clean_commit_of_this_history(path):
+    """data/pending/ holds a sweep that spans sittings (data/README.md): each file must be able to land as it is."""
+    from dml_tutorial.cli import load_grid, sweep_points
+
+    run = json.loads(path.read_text())
+    assert run["chapter"] == path.parent.name and not run["commit"].endswith("-dirty")
+    ancestor = subprocess.run(["git", "-C", str(ROOT), "merge-base", "--is-ancestor", run["commit"], "HEAD"],
+                              check=False)
+    assert ancestor.returncode == 0, f"{run['commit']} is not in this checkout's history"
+    points = {rid for grid in (ROOT / "data" / "sweeps").glob(f"{run['chapter']}*.yaml")
+              for rid, _ in sweep_points(load_grid(grid))}
+    assert path.stem in points, f"{path.stem} is no point of a data/sweeps/{run['chapter']}*.yaml grid"
+    assert all((path.parent / f).exists() for f in run.get("figures", [])), "commit the run's figures"
+
+
 def test_a_recorded_run_reaches_the_page_with_paper_numbers_as_quoted(monkeypatch, tmp_path):
     """record -> run file -> page, the path `dml-tutorial run` then `report` takes."""
     recorded = tmp_path / "tables.jsonl"
