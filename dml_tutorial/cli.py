@@ -1,4 +1,4 @@
-"""Command line: ``dml-tutorial`` (or ``python -m dml_tutorial``) with three commands.
+"""Command line: ``dml-tutorial`` (or ``python -m dml_tutorial``) with five commands.
 
 - ``run CHAPTER|all [--profile P] [-p NAME VALUE ...] [--output DIR] [--results FILE]`` executes chapter notebooks
   with papermill. Without ``--output`` a notebook is executed in place, which is how the committed notebooks get
@@ -10,8 +10,12 @@
   a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
   run in progress (``data/pending/``, data/README.md).
+- ``land GRID.yaml`` moves such a sweep's run files from ``data/pending/`` into ``data/results/`` once every point has
+  one, all made from clean commits of this history under the same settings, replacing the profile's old runs; it
+  stages the move and commits nothing.
 - ``report [--results DIR] [--pages DIR]`` writes the "At paper scale" page, the verdict table and the claims
   registry page from the run files.
+- ``pretrain NAME`` builds a test bed's pretrained start once (:mod:`dml_tutorial.pretrain`).
 
 Errors (unknown chapter or parameter, a bad grid file, a failing cell) give one message and a non-zero exit; the
 partially executed notebook is kept for inspection.
@@ -280,6 +284,79 @@ def commit_run(file: Path) -> str | None:
     return None
 
 
+MACHINE_SETTINGS = {"threads", "workers"}  # how a run used its machine, not what it trained
+
+
+def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
+    """The run files of every point of a sweep grid in ``pending/<chapter>/``, and why they may not land yet: a
+    point without its file; a file of another chapter or profile, made from a ``-dirty`` commit or from one that is
+    not in the history of the repository holding ``pending``, or missing a figure; files trained under different
+    settings or pretrained starts (a profile changed between sittings)."""
+    chapter, files, problems, kinds = spec["chapter"], [], [], {}
+    for rid, _ in sweep_points(spec):
+        file = pending / chapter / f"{rid}.json"
+        if not file.exists():
+            problems.append(f"{rid}: no run file in {file.parent} yet")
+            continue
+        run = json.loads(file.read_text())
+        commit = str(run.get("commit", "unknown"))
+        if (run.get("chapter"), run.get("profile")) != (chapter, spec["profile"]):
+            problems.append(f"{rid}: a run of {run.get('chapter')}/{run.get('profile')}, not {chapter}/{spec['profile']}")
+        if commit.endswith("-dirty") or not re.fullmatch(r"[0-9a-f]{40}", commit):
+            problems.append(f"{rid}: made from {commit!r}, not a clean commit: nobody can run it again")
+        elif _git(file.parent, "merge-base", "--is-ancestor", commit, "HEAD").returncode:
+            problems.append(f"{rid}: made from {commit[:12]}, which is not in this repository's history")
+        problems += [f"{rid}: figure {f} is missing" for f in run.get("figures", []) if not (file.parent / f).exists()]
+        settings = {k: v for k, v in run.get("settings", {}).items() if k not in MACHINE_SETTINGS}
+        kinds.setdefault(json.dumps([settings, run.get("start_sha256")], sort_keys=True), []).append(rid)
+        files.append(file)
+    if len(kinds) > 1:
+        problems.append("the runs differ in their settings or pretrained start: "
+                        + "; ".join(", ".join(rids) for rids in kinds.values()))
+    return files, problems
+
+
+def land(files: list[Path], profile: str, into: Path) -> tuple[list[Path], list[Path]]:
+    """Move a whole grid's run files (and their figures), as :func:`land_problems` found them without a problem,
+    into ``into`` (``data/results/<chapter>``), where they replace every run file of the same profile (a profile's
+    record is one grid), and stage both folders' change in git; nothing is committed. Returns (the landed files,
+    the replaced ones)."""
+    into.mkdir(parents=True, exist_ok=True)
+    replaced = [f for f in sorted(into.glob("*.json")) if json.loads(f.read_text()).get("profile") == profile]
+    for old in replaced:
+        old.unlink()
+        shutil.rmtree(old.with_suffix(".figures"), ignore_errors=True)
+    for file in files:
+        for path in (file, file.with_suffix(".figures")):
+            if path.exists():
+                shutil.move(str(path), str(into / path.name))
+    for folder in {file.parent for file in files} | {into}:
+        done = _git(folder, "add", "-A", "--", ".")
+        if done.returncode:
+            raise OSError(f"git add failed in {folder}: {(done.stderr or done.stdout).strip()}")
+    return [into / f.name for f in files], replaced
+
+
+def _land(args, parser) -> int:
+    try:
+        spec = load_grid(args.grid)
+    except (ValueError, OSError) as err:
+        parser.error(str(err))
+    if why := check_committable(args.pending):
+        parser.error(why.replace("--commit", "land"))
+    files, problems = land_problems(spec, args.pending)
+    if problems:
+        print(f"error: {args.grid} cannot land yet ({len(files)} of {len(sweep_points(spec))} points have a run "
+              "file); nothing was moved:\n  " + "\n  ".join(problems), file=sys.stderr)
+        return 1
+    landed, replaced = land(files, spec["profile"], args.results / spec["chapter"])
+    print(f"{spec['chapter']}: {len(landed)} run files moved into {landed[0].parent}, replacing "
+          f"{len(replaced)} of profile {spec['profile']} ({', '.join(f.stem for f in replaced) or 'none'}); staged, "
+          "not committed. Next: `dml-tutorial report`, the chapter run again (`dml-tutorial run "
+          f"{spec['chapter']}`), then one commit", flush=True)
+    return 0
+
+
 def _sweep(args, parser) -> int:
     try:
         spec = load_grid(args.grid)
@@ -470,10 +547,16 @@ def _parser() -> argparse.ArgumentParser:
     report = sub.add_parser("report", help="write the 'At paper scale' page, the verdicts and the registry from the run files")
     report.add_argument("--results", type=Path, default=RESULTS, help="results folder (default: data/results)")
     report.add_argument("--pages", type=Path, default=PAGES, help="pages folder (default: book/results)")
+    landing = sub.add_parser("land", help="move a finished sweep's run files from data/pending into data/results")
+    landing.add_argument("grid", type=Path, help="the sweep file the runs were made from")
+    landing.add_argument("--pending", type=Path, default=written.parent / "pending",
+                         help="where the sweep committed its run files (default: data/pending)")
+    landing.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
     pretrain = sub.add_parser("pretrain", help="build a test bed's pretrained start (its ImageNet), once")
     pretrain.add_argument("name", help="the start, e.g. glyphs2 (dml_tutorial.pretrain.STARTS)")
     pretrain.add_argument("--root", type=Path, default=Path("data"), help="the data folder (default: data)")
-    for command, handler in ((run, _run), (sweep, _sweep), (report, _report), (pretrain, _pretrain)):
+    for command, handler in ((run, _run), (sweep, _sweep), (landing, _land), (report, _report),
+                             (pretrain, _pretrain)):
         command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage
     return parser
 

@@ -171,6 +171,77 @@ def test_sweep_commit_refuses_an_ignored_results_folder_before_running(folder, m
                                                      capsys)
 
 
+def _run_file(chapter_folder: Path, stem: str, commit: str, profile: str = "smoke", figure: bool = True,
+              **settings) -> Path:
+    """A run file as `dml-tutorial run --figures` writes it, with the fields landing reads, and its figure."""
+    chapter_folder.mkdir(parents=True, exist_ok=True)
+    path = chapter_folder / f"{stem}.json"
+    run = {"chapter": "toy", "profile": profile, "commit": commit, "start_sha256": None,
+           "settings": {"epochs": 1, "threads": 2, **settings}, "figures": [f"{stem}.figures/toy-figure.png"]}
+    path.write_text(json.dumps(run))
+    if figure:
+        (chapter_folder / f"{stem}.figures").mkdir()
+        (chapter_folder / f"{stem}.figures" / "toy-figure.png").write_bytes(stem.encode())
+    return path
+
+
+def _commit_all(repo: Path, message: str) -> str:
+    for argv in (["add", "-A"], ["commit", "-q", "-m", message]):
+        subprocess.run(["git", "-C", str(repo), *argv], check=True)
+    return _git_lines(repo, "rev-parse", "HEAD")[0]
+
+
+def test_land_moves_a_whole_grid_into_the_results_replacing_the_profiles_runs(folder, monkeypatch, capsys):
+    """A sweep committed seed by seed into data/pending lands in one step, once every point has its file."""
+    repo = _repo(folder, monkeypatch)
+    head = _git_lines(repo, "rev-parse", "HEAD")[0]
+    results, pending = repo / "results" / "toy", repo / "pending" / "toy"
+    for stem, profile in (("smoke_seed-0", "smoke"), ("smoke_seed-7", "smoke"), ("fashion_seed-0", "fashion")):
+        _run_file(results, stem, head, profile)  # the profile's old record, and another profile's
+    for seed in (0, 1):
+        _run_file(pending, f"smoke_seed-{seed}", head, threads=2 + seed)  # threads: how it ran, not what
+    landed_commit = _commit_all(repo, "old runs and the pending sweep")
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2]\n")
+    land = ["land", str(grid), "--pending", str(repo / "pending"), "--results", str(repo / "results")]
+    assert cli.main(land) == 1
+    assert "smoke_seed-2: no run file in" in capsys.readouterr().err
+    assert sorted(p.name for p in pending.iterdir()) == ["smoke_seed-0.figures", "smoke_seed-0.json",
+                                                         "smoke_seed-1.figures", "smoke_seed-1.json"]  # untouched
+    grid.write_text("chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1]\n")
+    assert cli.main(land) == 0
+    assert "replacing 2 of profile smoke (smoke_seed-0, smoke_seed-7)" in capsys.readouterr().out
+    assert sorted(p.name for p in results.glob("*.json")) == ["fashion_seed-0.json", "smoke_seed-0.json",
+                                                              "smoke_seed-1.json"]
+    assert json.loads((results / "smoke_seed-1.json").read_text())["settings"]["threads"] == 3  # the pending one
+    assert not (results / "smoke_seed-7.figures").exists() and not any(pending.iterdir())
+    assert _git_lines(repo, "rev-parse", "HEAD")[0] == landed_commit  # staged, not committed
+    moved = _git_lines(repo, "status", "--porcelain", "--", "results", "pending")
+    assert moved and all(line[0] not in " ?" and line[1] == " " for line in moved)  # every change staged
+    staged = _git_lines(repo, "diff", "--cached", "--name-status", "-M")
+    assert "D\tresults/toy/smoke_seed-7.json" in staged and any(
+        line.startswith("R") and line.endswith("results/toy/smoke_seed-1.json") for line in staged)
+
+
+def test_land_refuses_dirty_foreign_and_mixed_runs_and_says_why(folder, monkeypatch, capsys):
+    repo = _repo(folder, monkeypatch)
+    head = _git_lines(repo, "rev-parse", "HEAD")[0]
+    pending = repo / "pending" / "toy"
+    _run_file(pending, "smoke_seed-0", head + "-dirty")
+    _run_file(pending, "smoke_seed-1", "0" * 40)  # a commit this repository never had
+    _run_file(pending, "smoke_seed-2", head, epochs=2)  # the profile changed between sittings
+    _run_file(pending, "smoke_seed-3", head, figure=False, threads=16)
+    _commit_all(repo, "a pending sweep with problems")
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
+    assert cli.main(["land", str(grid), "--pending", str(repo / "pending"), "--results", str(repo / "results")]) == 1
+    err = capsys.readouterr().err
+    assert "smoke_seed-0: made from '" in err and "-dirty', not a clean commit" in err
+    assert "smoke_seed-1: made from 000000000000, which is not in this repository's history" in err
+    assert "smoke_seed-3: figure smoke_seed-3.figures/toy-figure.png is missing" in err
+    assert err.rstrip().endswith("differ in their settings or pretrained start: smoke_seed-0, smoke_seed-1, "
+                                 "smoke_seed-3; smoke_seed-2")  # threads alone do not count
+    assert not (repo / "results").exists() and len(list(pending.glob("*.json"))) == 4
+
+
 def test_sweep_gives_each_parallel_run_one_gpu(folder):
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
     results = folder / "results"
