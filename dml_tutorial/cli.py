@@ -259,14 +259,15 @@ def _git(folder: Path, *argv: str) -> subprocess.CompletedProcess:
     return subprocess.run(["git", "-C", str(folder), *argv], check=False, capture_output=True, text=True)
 
 
-def check_committable(results: Path) -> str | None:
+def check_committable(results: Path, asker: str = "--commit") -> str | None:
     """Why run files written into ``results`` could not be committed (not in a git work tree, or ignored by it),
-    or None: asked before a sweep with ``--commit`` starts, not hours later."""
+    or None, each reason prefixed with ``asker``: asked before a sweep with ``--commit`` starts, not hours later,
+    and by ``land``."""
     results.mkdir(parents=True, exist_ok=True)
     if _git(results, "rev-parse", "--is-inside-work-tree").stdout.strip() != "true":
-        return f"--commit: {results} is not inside a git work tree"
+        return f"{asker}: {results} is not inside a git work tree"
     if _git(results, "check-ignore", "-q", "probe.json").returncode == 0:
-        return (f"--commit: git ignores the run files in {results} (see .gitignore; the repository's "
+        return (f"{asker}: git ignores the run files in {results} (see .gitignore; the repository's "
                 "data/pending/ is not ignored)")
     return None
 
@@ -342,8 +343,8 @@ def _land(args, parser) -> int:
         spec = load_grid(args.grid)
     except (ValueError, OSError) as err:
         parser.error(str(err))
-    if why := check_committable(args.pending):
-        parser.error(why.replace("--commit", "land"))
+    if why := check_committable(args.pending, "land"):
+        parser.error(why)
     files, problems = land_problems(spec, args.pending)
     if problems:
         print(f"error: {args.grid} cannot land yet ({len(files)} of {len(sweep_points(spec))} points have a run "
