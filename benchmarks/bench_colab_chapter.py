@@ -2,7 +2,7 @@
 CUB cannot reach the benchmark machines): the time the chapter took beside what its plan cell estimated, with the
 process pinned to ``--cpus`` cores (Colab has two) and the profile's two JPEG loader workers.
 
-    python benchmarks/bench_colab_chapter.py [--chapter ecaml] [--cpus 2] [--settings '{"epochs": 3}']
+    python benchmarks/bench_colab_chapter.py [--chapter ecaml] [--cpus 2] [--settings "{'epochs': 3}"]
 
 The fixture has CUB's layout and image size (quality-90 JPEGs of 500 x 375 px; ``--classes`` seen and as many
 unseen classes of ``--per-class`` images); the pretrained backbone is a stand-in (random weights saved where
@@ -11,6 +11,7 @@ results/colab_chapter_<device>.json with the plan's printed estimate and the cha
 """
 
 import argparse
+import ast
 import json
 import os
 import platform
@@ -65,9 +66,11 @@ def main():
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--classes", type=int, default=20)
     ap.add_argument("--per-class", type=int, default=30)
-    ap.add_argument("--settings", default="{}", help="the notebook's SETTINGS (a dict), e.g. fewer epochs")
+    ap.add_argument("--settings", default="{}",
+                    help="the notebook's SETTINGS (a Python dict, as `dml-tutorial run -p`), e.g. fewer epochs")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
+    changes = ast.literal_eval(args.settings)  # as cli's -p reads it: True/False/None, not JSON's
     os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:args.cpus])  # the kernel and its workers inherit it
     device = train.resolve_device("auto")
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
@@ -88,11 +91,10 @@ def main():
         texts = printed(tmp / "out" / source.name)
     plan_text = next((t for t in texts if "Plan of the" in t), "")
     result = {"device": f"{device.type}: {name}", "cpus": args.cpus, "chapter": args.chapter, "exit": code,
-              "settings": json.loads(args.settings.replace("'", '"')), "profile": "colab",
+              "settings": changes, "profile": "colab",
               "fixture": f"{2 * args.classes} classes x {args.per_class} JPEGs of 500 x 375 px",
               "seconds": round(seconds, 1), "plan": plan_text, "check": texts[-1] if texts else "",
-              "settings_hash": profiles.settings_hash(profiles.settings(args.chapter, "colab",
-                                                                         json.loads(args.settings))),
+              "settings_hash": profiles.settings_hash(profiles.settings(args.chapter, "colab", changes)),
               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
     print(json.dumps(result, indent=1))
     out = Path(args.out) if args.out else Path(__file__).parent / "results" / f"colab_chapter_{device.type}.json"
