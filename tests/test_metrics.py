@@ -209,3 +209,35 @@ def test_within_class_spread_matches_a_loop(seed):
     assert metrics.within_class_spread(torch.ones(4, 3), torch.tensor([0, 0, 1, 1])) == 0.0  # collapsed classes
     with pytest.raises(ValueError):
         metrics.within_class_spread(z, y[:-1])
+
+
+def _wide(n=80, d=600, classes=5, spread=1.5, seed=0):
+    """More dimensions than points, as raw photographs are: overlapping classes, so that k-means iterates."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(0, 1, (classes, d))[np.arange(n) % classes] + rng.normal(0, spread, (n, d))
+    return torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(np.arange(n) % classes)
+
+
+def test_span_coordinates_keep_every_distance_even_with_repeated_points():
+    z, _ = _wide()
+    z = torch.cat([z, z[:5]])  # rank below N: the Gram matrix has zero eigenvalues
+    x = torch.as_tensor(metrics.span_coordinates(z, chunk=64))  # chunks that do not divide d
+    assert x.shape == (len(z), len(z)) and torch.isfinite(x).all()
+    assert torch.allclose(torch.cdist(x, x), torch.cdist(z.double(), z.double()), atol=1e-5)  # cdist rounds at 1e-6
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_kmeans_with_more_dimensions_than_points_is_the_same_kmeans(seed, monkeypatch):
+    # the same labels, inertia and iteration count as scikit-learn's k-means on the points themselves: the
+    # coordinates keep every distance, and the rescaled tolerance stops the iterations at the same step. A
+    # tolerance large enough to stop these small data before their labels settle, so that it decides the count
+    monkeypatch.setattr(metrics, "KMEANS_TOL", 1.0)
+    z, _ = _wide(spread=3, seed=seed)
+    plain = KMeans(5, n_init=metrics.KMEANS_INIT, tol=1.0, random_state=seed).fit(z.double().numpy())
+    x = metrics.span_coordinates(z)
+    spanned = KMeans(5, n_init=metrics.KMEANS_INIT, tol=x.shape[1] / z.shape[1], random_state=seed).fit(x)
+    unscaled = KMeans(5, n_init=metrics.KMEANS_INIT, tol=1.0, random_state=seed).fit(x)
+    assert unscaled.n_iter_ < plain.n_iter_  # the tolerance binds: without the rescaling it stops too early
+    assert spanned.n_iter_ == plain.n_iter_
+    assert spanned.inertia_ == pytest.approx(plain.inertia_, rel=1e-9)
+    assert np.array_equal(metrics._kmeans(z, 5, seed), plain.labels_)
