@@ -7,7 +7,10 @@ process pinned to ``--cpus`` cores (Colab has two) and the profile's two JPEG lo
 The fixture has CUB's layout and image size (quality-90 JPEGs of 500 x 375 px; ``--classes`` seen and as many
 unseen classes of ``--per-class`` images); the pretrained backbone is a stand-in (random weights saved where
 torchvision's ImageNet weights would be), so the numbers measure time, not retrieval. Writes
-results/colab_chapter_<device>.json with the plan's printed estimate and the chapter's printed check.
+results/colab_chapter_<device>.json with the plan's printed estimate and the chapter's printed check. With
+``--timeout`` the chapter is stopped after that many seconds and the file says where it was: the cell running and
+its last printed line (papermill saves the notebook every 30 s), so that a run cut short still tells where its
+time went.
 """
 
 import argparse
@@ -15,6 +18,9 @@ import ast
 import json
 import os
 import platform
+import signal
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -23,7 +29,7 @@ import numpy as np
 import torch
 import torchvision
 
-from dml_tutorial import chapters, cli, models, profiles, train
+from dml_tutorial import chapters, models, profiles, train
 
 BACKBONE = {"ecaml": "googlenet", "cbswr": "googlenet", "noise_guarantees": "resnet34", "eps": "resnet50"}
 NOTEBOOK = {"ecaml": "06_ecaml", "cbswr": "04_cbswr", "noise_guarantees": "07_noise_guarantees", "eps": "05_eps"}
@@ -56,18 +62,49 @@ def stand_in_weights(torch_home: Path, arch: str):
 
 
 def printed(notebook: Path) -> list[str]:
-    cells = json.loads(notebook.read_text())["cells"]
+    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
     return ["".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
+
+
+def stopped_at(notebook: Path) -> dict:
+    """The cell a stopped run was in (papermill marks it "running" in the saved copy): its index, first line and
+    last printed line (a progress bar's last state)."""
+    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
+    for i, cell in enumerate(cells):
+        if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
+            text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
+            lines = [x for x in text.replace("\r", "\n").splitlines() if x.strip()]
+            return {"cell": i, "source": "".join(cell["source"]).splitlines()[0], "last": lines[-1] if lines else ""}
+    return {}
+
+
+def run_chapter(chapter: str, tmp: Path, settings: str, timeout: float | None) -> tuple[int | str, float]:
+    """``dml-tutorial run <chapter> --profile colab`` on the fixture, in its own process group: (exit code or
+    "timeout", seconds)."""
+    cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--profile", "colab", "-p", "DATA_ROOT",
+           str(tmp / "data"), "-p", "RUNS", str(tmp / "runs"), "-p", "SETTINGS", settings, "--output", str(tmp / "out")]
+    env = {**os.environ, "TORCH_HOME": str(tmp / "torch"), chapters.FOLDER_ENV: str(tmp / "notebooks"),
+           "PYTHONPATH": os.pathsep.join([str(chapters.REPOSITORY), os.environ.get("PYTHONPATH", "")])}
+    start = time.perf_counter()
+    child = subprocess.Popen(cmd, env=env, start_new_session=True)
+    try:
+        code = child.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGTERM)  # cli stops the kernel with it
+        child.wait()
+        code = "timeout"
+    return code, time.perf_counter() - start
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--chapter", default="ecaml", choices=sorted(BACKBONE))
     ap.add_argument("--cpus", type=int, default=2)
-    ap.add_argument("--classes", type=int, default=20)
-    ap.add_argument("--per-class", type=int, default=30)
+    ap.add_argument("--classes", type=int, default=100, help="seen classes, and as many unseen (CUB: 100)")
+    ap.add_argument("--per-class", type=int, default=30, help="images a class (CUB: about 59)")
     ap.add_argument("--settings", default="{}",
                     help="the notebook's SETTINGS (a Python dict, as `dml-tutorial run -p`), e.g. fewer epochs")
+    ap.add_argument("--timeout", type=float, default=None, help="seconds before the chapter is stopped")
     ap.add_argument("--out", default=None)
     args = ap.parse_args()
     changes = ast.literal_eval(args.settings)  # as cli's -p reads it: True/False/None, not JSON's
@@ -76,24 +113,21 @@ def main():
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
+        start = time.perf_counter()
         cub_fixture(tmp / "data", args.classes, args.per_class)
         stand_in_weights(tmp / "torch", BACKBONE[args.chapter])
-        os.environ["TORCH_HOME"] = str(tmp / "torch")
+        fixture_seconds = time.perf_counter() - start
         (tmp / "notebooks").mkdir()
         source = chapters.REPOSITORY / "notebooks" / f"{NOTEBOOK[args.chapter]}.ipynb"
         (tmp / "notebooks" / source.name).write_bytes(source.read_bytes())
-        os.environ[chapters.FOLDER_ENV] = str(tmp / "notebooks")
-        start = time.perf_counter()
-        code = cli.main(["run", args.chapter, "--profile", "colab", "-p", "DATA_ROOT", str(tmp / "data"),
-                         "-p", "RUNS", str(tmp / "runs"), "-p", "SETTINGS", args.settings,
-                         "--output", str(tmp / "out")])
-        seconds = time.perf_counter() - start
-        texts = printed(tmp / "out" / source.name)
+        code, seconds = run_chapter(args.chapter, tmp, args.settings, args.timeout)
+        texts, where = printed(tmp / "out" / source.name), stopped_at(tmp / "out" / source.name)
     plan_text = next((t for t in texts if "Plan of the" in t), "")
     result = {"device": f"{device.type}: {name}", "cpus": args.cpus, "chapter": args.chapter, "exit": code,
               "settings": changes, "profile": "colab",
               "fixture": f"{2 * args.classes} classes x {args.per_class} JPEGs of 500 x 375 px",
-              "seconds": round(seconds, 1), "plan": plan_text, "check": texts[-1] if texts else "",
+              "fixture_seconds": round(fixture_seconds, 1), "seconds": round(seconds, 1), "stopped_in": where,
+              "plan": plan_text, "check": texts[-1] if texts and code == 0 else "",
               "settings_hash": profiles.settings_hash(profiles.settings(args.chapter, "colab", changes)),
               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
     print(json.dumps(result, indent=1))
