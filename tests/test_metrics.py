@@ -241,3 +241,18 @@ def test_kmeans_with_more_dimensions_than_points_is_the_same_kmeans(seed, monkey
     assert spanned.n_iter_ == plain.n_iter_
     assert spanned.inertia_ == pytest.approx(plain.inertia_, rel=1e-9)
     assert np.array_equal(metrics._kmeans(z, 5, seed), plain.labels_)
+
+
+def test_kmeans_clusters_wide_points_in_their_span(monkeypatch):
+    # the equality above would hold on the points too: this checks that the wide path is the one taken
+    widths = []
+
+    class Recorder(KMeans):
+        def fit_predict(self, x, *args, **kwargs):
+            widths.append(x.shape[1])
+            return super().fit_predict(x, *args, **kwargs)
+
+    monkeypatch.setattr(metrics, "KMeans", Recorder)
+    metrics._kmeans(_wide(n=40, d=300)[0], 4, 0)
+    metrics._kmeans(_wide(n=40, d=30)[0], 4, 0)
+    assert widths == [40, 30]
