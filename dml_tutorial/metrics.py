@@ -55,8 +55,6 @@ def recall_ks(dataset: str) -> tuple[int, ...]:
 
 
 KMEANS_INIT = 10  # k-means restarts (k-means++ seeding), the lowest inertia kept: one start added its own noise to NMI
-
-
 KMEANS_TOL = 1e-4  # scikit-learn's default: the centres' squared shift, relative to the mean variance per dimension
 
 
@@ -64,9 +62,10 @@ def _kmeans(z: torch.Tensor, n_clusters: int, seed: int) -> np.ndarray:
     """Cluster labels from scikit-learn's k-means, best of :data:`KMEANS_INIT` starts (as scikit-learn's former
     default, and the CBSwR authors' evaluation), so that NMI and F1 vary with the embedding, not with one start.
     With more dimensions than points (raw photographs: 150,528 pixel values for CUB's 5,924 test images) the points
-    are clustered in :func:`span_coordinates`, the same k-means at N/d of its cost and memory: every point and
-    every centre (a mean of points) lies in the span of the points, whose orthonormal coordinates keep every
-    distance; the stopping tolerance, relative to the mean variance per dimension, is rescaled to match."""
+    are clustered in :func:`span_coordinates`: the same k-means at N/d of its cost and memory, after one Gram matrix
+    (N^2 d multiply-adds). Every point and every centre (a mean of points) lies in the span of the points, whose
+    orthonormal coordinates keep every distance; the stopping tolerance, relative to the mean variance per
+    dimension, is rescaled to match (benchmarks/bench_kmeans_wide.py)."""
     n, d = z.shape
     if d <= n:
         return KMeans(n_clusters=n_clusters, n_init=KMEANS_INIT, tol=KMEANS_TOL, random_state=seed).fit_predict(
