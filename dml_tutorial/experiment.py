@@ -186,9 +186,9 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
     check_choice(kind, (*REFERENCES, STARTED), "reference")
     train_set = corrupt(splits.train, noise, seed, pairs) if probe else splits.train
     if kind == "raw input":
-        def encode(data):
-            x = stack(data, np.arange(len(data)))
-            return torch.nn.functional.normalize(x.flatten(1).float(), dim=1)
+        def encode(data):  # normalised in place: one copy of the pixels (CUB's test split: 3.6 GB in float32)
+            x = stack(data, np.arange(len(data))).flatten(1).float()  # a fresh tensor, never the dataset's own
+            return x.div_(x.norm(dim=1, keepdim=True).clamp_min(1e-12))  # as torch.nn.functional.normalize
     elif kind == STARTED:
         if not pretrain.applies(cfg):
             raise ValueError(f"the {STARTED!r} row needs a profile with a start for its model (cfg['start'])")

@@ -236,7 +236,9 @@ def test_noise_fraction_and_init_in_retrieval(splits):
 def test_raw_input_reference_is_the_cosine_retrieval_of_the_pixels():
     zs = data.load_dataset("digits", split="classes", seen=range(6))
     cfg = {"model": "mlp", "dim": 8, "dataset": "digits"}
+    before = zs.test.x.clone()
     run = experiment.reference_run(zs, cfg, "raw input")
+    assert torch.equal(zs.test.x, before)  # normalised in place, but on its own copy
     pixels = zs.test.batch(np.arange(len(zs.test))).flatten(1).float()
     cosine = pixels / pixels.norm(dim=1, keepdim=True)  # by hand, not through the package's normalisation
     expected = metrics.evaluate(cosine, zs.test.labels)
