@@ -90,7 +90,7 @@ def run_chapter(chapter: str, tmp: Path, settings: str, timeout: float | None) -
     try:
         code = child.wait(timeout=timeout)
     except subprocess.TimeoutExpired:
-        os.killpg(child.pid, signal.SIGTERM)  # cli stops the kernel with it
+        os.killpg(child.pid, signal.SIGTERM)  # the kernel, in a session of its own, exits with its parent
         child.wait()
         code = "timeout"
     return code, time.perf_counter() - start
