@@ -10,7 +10,7 @@ torchvision's ImageNet weights would be), so the numbers measure time, not retri
 results/colab_chapter_<device>.json with the plan's printed estimate and the chapter's printed check. With
 ``--timeout`` the chapter is stopped after that many seconds and the file says where it was: the cell running and
 its last printed line (papermill saves the notebook every 30 s), so that a run cut short still tells where its
-time went.
+time went; a finished run lists its slowest cells. EPS's even/odd section gets an MNIST of noise images.
 """
 
 import argparse
@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -53,6 +54,18 @@ def cub_fixture(root: Path, classes: int, per_class: int):
     (base / "image_class_labels.txt").write_text("\n".join(labels) + "\n")
 
 
+def mnist_fixture(root: Path, train: int = 60_000, test: int = 10_000):
+    """torchvision's MNIST files (uncompressed IDX, as ``MNIST(root)`` finds them after a download) of noise images
+    at MNIST's size and count, so that EPS's even/odd section runs where nothing can be downloaded."""
+    raw, rng = root / "MNIST" / "raw", np.random.default_rng(0)
+    raw.mkdir(parents=True, exist_ok=True)
+    for prefix, n in (("train", train), ("t10k", test)):
+        images, labels = rng.integers(0, 256, (n, 28, 28), dtype=np.uint8), rng.integers(0, 10, n, dtype=np.uint8)
+        for kind, magic, values in (("images-idx3", 2051, images), ("labels-idx1", 2049, labels)):
+            header = struct.pack(">I", magic) + b"".join(struct.pack(">I", d) for d in values.shape)
+            (raw / f"{prefix}-{kind}-ubyte").write_bytes(header + values.tobytes())
+
+
 def stand_in_weights(torch_home: Path, arch: str):
     fn, weights = models.BACKBONES[arch]
     target = torch_home / "hub" / "checkpoints" / getattr(torchvision.models, weights).DEFAULT.url.rsplit("/", 1)[-1]
@@ -76,6 +89,14 @@ def stopped_at(notebook: Path) -> dict:
             lines = [x for x in text.replace("\r", "\n").splitlines() if x.strip()]
             return {"cell": i, "source": "".join(cell["source"]).splitlines()[0], "last": lines[-1] if lines else ""}
     return {}
+
+
+def slowest_cells(notebook: Path, top: int = 5) -> list[dict]:
+    """The cells that took longest (papermill's per-cell ``duration``): index, first line, seconds."""
+    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
+    timed = [(c.get("metadata", {}).get("papermill", {}).get("duration") or 0.0, i, c) for i, c in enumerate(cells)]
+    return [{"cell": i, "source": "".join(c["source"]).splitlines()[0], "seconds": round(d, 1)}
+            for d, i, c in sorted(timed, key=lambda t: -t[0])[:top] if d > 0]
 
 
 def run_chapter(chapter: str, tmp: Path, settings: str, timeout: float | None) -> tuple[int | str, float]:
@@ -116,17 +137,21 @@ def main():
         start = time.perf_counter()
         cub_fixture(tmp / "data", args.classes, args.per_class)
         stand_in_weights(tmp / "torch", BACKBONE[args.chapter])
+        if args.chapter == "eps":  # its even/odd section reads MNIST
+            mnist_fixture(tmp / "data")
         fixture_seconds = time.perf_counter() - start
         (tmp / "notebooks").mkdir()
         source = chapters.REPOSITORY / "notebooks" / f"{NOTEBOOK[args.chapter]}.ipynb"
         (tmp / "notebooks" / source.name).write_bytes(source.read_bytes())
         code, seconds = run_chapter(args.chapter, tmp, args.settings, args.timeout)
-        texts, where = printed(tmp / "out" / source.name), stopped_at(tmp / "out" / source.name)
+        executed = tmp / "out" / source.name
+        texts, where, slowest = printed(executed), stopped_at(executed), slowest_cells(executed)
     plan_text = next((t for t in texts if "Plan of the" in t), "")
     result = {"device": f"{device.type}: {name}", "cpus": args.cpus, "chapter": args.chapter, "exit": code,
               "settings": changes, "profile": "colab",
               "fixture": f"{2 * args.classes} classes x {args.per_class} JPEGs of 500 x 375 px",
               "fixture_seconds": round(fixture_seconds, 1), "seconds": round(seconds, 1), "stopped_in": where,
+              "slowest_cells": slowest,
               "plan": plan_text, "check": texts[-1] if texts and code == 0 else "",
               "settings_hash": profiles.settings_hash(profiles.settings(args.chapter, "colab", changes)),
               "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}

@@ -160,14 +160,25 @@ def _run(args, parser) -> int:
         try:
             seconds = run_chapter(name, src, out, params, results_file, figures=args.figures, commit=commit)
         except Exception as err:  # noqa: BLE001 (papermill raises PapermillExecutionError and kernel errors)
-            lines = str(err).strip().splitlines()
             tables = kept_tables(out)
-            print(f"error: chapter {name!r} failed: {lines[-1] if lines else repr(err)}\n"
+            print(f"error: chapter {name!r} failed: {failure(err)}\n"
                   f"the partially executed notebook is kept at {out}"
                   + (f", the tables it recorded at {tables}" if tables.exists() else ""), file=sys.stderr)
             return 1
         print(f"== {name}: done in {seconds:.0f} s; results: {results_file}", flush=True)
     return 0
+
+
+def failure(err: Exception) -> str:
+    """One line that names what failed: the cell's exception type and message (a message over several lines, e.g.
+    a download's tries, joined), and where. Not the traceback's last line, which for an error raised inside a call
+    spread over several lines is its closing ")"."""
+    ename, evalue = getattr(err, "ename", None), getattr(err, "evalue", None)
+    if ename is None:  # a dead kernel, a timeout: not an exception raised in a cell
+        lines = str(err).strip().splitlines()
+        return lines[-1] if lines else repr(err)
+    where = f" (in cell In [{err.exec_count}])" if getattr(err, "exec_count", None) is not None else ""
+    return f"{ename}: {' '.join(str(evalue).split())}{where}"
 
 
 def load_grid(path: Path) -> dict:

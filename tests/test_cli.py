@@ -29,8 +29,10 @@ report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 
               device="cpu")
 report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
               device="cpu")
-if FAIL:  # after two tables: a run that fails late has measured something
-    raise RuntimeError("asked to fail")
+if FAIL:  # after two tables: a run that fails late has measured something; a message over lines, a call too
+    raise RuntimeError(
+        "asked to fail:\\nfirst try, got:\\n<no network>\\n"
+    )
 import matplotlib.pyplot as plt
 report.record_figure(plt.subplots()[0], "toy figure")"""
 
@@ -91,7 +93,8 @@ def test_a_failing_cell_exits_non_zero_and_keeps_the_notebook(folder, capsys):
     out = folder / "out"
     assert cli.main(["run", "toy", "-p", "FAIL", "True", "--output", str(out)]) == 1
     err = capsys.readouterr().err
-    assert "chapter 'toy' failed" in err and "asked to fail" in err and str(out / "01_toy.ipynb") in err
+    assert "chapter 'toy' failed: RuntimeError: asked to fail: first try, got: <no network> (in cell In [" in err
+    assert str(out / "01_toy.ipynb") in err
     kept = nbformat.read(out / "01_toy.ipynb", as_version=4)
     assert any(o.get("ename") == "RuntimeError" for c in kept.cells if c.cell_type == "code" for o in c.outputs)
     assert not (out / "01_toy.results.json").exists()  # no run file: the run did not finish
