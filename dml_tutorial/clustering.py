@@ -416,7 +416,8 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     seconds = time.perf_counter() - start
     z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed,
-                              cluster_classes=cfg.get("cluster_classes")) if score else {}
+                              cluster_classes=cfg.get("cluster_classes"),
+                              device=train.resolve_device(device)) if score else {}
     return Run({**scores, "seconds": seconds}, z_test, history, objective if keep_objective else None)
 
 

@@ -247,6 +247,18 @@ def test_raw_input_reference_is_the_cosine_retrieval_of_the_pixels():
     assert 0 < run.metrics["F1"] <= 1
 
 
+@pytest.mark.parametrize("kind", experiment.REFERENCES)
+def test_reference_rows_measure_on_the_runs_device(kind, monkeypatch):
+    """The distances of a reference row are computed on the run's device (a GPU's on Colab: the raw-input row's
+    N^2 d on CUB took minutes on two CPUs), resolved from ``"auto"`` as training is."""
+    asked = []
+    evaluate = metrics.evaluate
+    monkeypatch.setattr(metrics, "evaluate", lambda *a, **kw: asked.append(kw["device"]) or evaluate(*a, **kw))
+    zs = data.load_dataset("digits", split="classes", seen=range(6))
+    experiment.reference_run(zs, {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}, kind)
+    assert asked == [train.resolve_device("auto")]
+
+
 def test_untrained_reference_is_the_seeded_initial_network(splits):
     cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
     run = experiment.reference_run(splits, cfg, "untrained network", probe=True, noise=("symmetric", 0.3), seed=3)

@@ -256,3 +256,38 @@ def test_kmeans_clusters_wide_points_in_their_span(monkeypatch):
     metrics._kmeans(_wide(n=40, d=300)[0], 4, 0)
     metrics._kmeans(_wide(n=40, d=30)[0], 4, 0)
     assert widths == [40, 30]
+
+
+class _Stop(Exception):
+    pass
+
+
+def test_the_distances_are_computed_on_the_device_asked_for(monkeypatch):
+    """``device`` moves the search, not only the result: each metric's first distance block is computed on the
+    device asked for ("meta" here, a device every machine has; the values are checked equal on a GPU below)."""
+    places = []
+
+    def spy(a, b):
+        places.append((a.device.type, b.device.type))
+        raise _Stop
+
+    monkeypatch.setattr(metrics, "pairwise_sq_distances", spy)
+    z, y = _data()
+    for call in (lambda **kw: metrics.recall_at_k(z, y, **kw), lambda **kw: metrics.map_at_r(z, y, **kw),
+                 lambda **kw: metrics.evaluate(z, y, **kw)):
+        for device in (None, "meta"):
+            with pytest.raises(_Stop):
+                call(device=device)
+    assert places == [("cpu", "cpu"), ("meta", "meta")] * 3
+
+
+@pytest.mark.parametrize("device", ["cpu"] + (["cuda"] if torch.cuda.is_available() else []))
+def test_metrics_on_a_device_equal_those_on_the_cpu(device):
+    """The same Recall@K, MAP@R, NMI and F1 where the distances are computed on a GPU (skipped without one), for
+    points narrower than their number and wider (the Gram matrix of the span on the device too)."""
+    for z, y in (_data(n=80, d=6), _wide(n=60, d=400, spread=3)):
+        here = metrics.evaluate(z, y, ks=(1, 2, 4), f1=True)
+        assert metrics.evaluate(z, y, ks=(1, 2, 4), f1=True, device=device) == pytest.approx(here, abs=1e-9)
+        assert metrics.map_at_r(z, y, device=device) == pytest.approx(metrics.map_at_r(z, y), abs=1e-9)
+        x = torch.as_tensor(metrics.span_coordinates(z.to(device)))
+        assert torch.allclose(torch.cdist(x, x), torch.cdist(z.double(), z.double()), atol=1e-5)
