@@ -243,7 +243,7 @@ def _in_order(results: dict, names) -> dict:
 MEASURES = ("MAP@R", "R@1", "NMI")
 
 
-def scores(z, labels, seed: int = 0, measures=MEASURES, cluster_classes: int | None = None) -> dict:
+def scores(z, labels, seed: int = 0, measures=MEASURES, cluster_classes: int | None = None, device=None) -> dict:
     """The bench's ``measures`` (default all three) on one test embedding: MAP@R (Musgrave et al. 2020), Recall@1
     and NMI (k-means with as many clusters as classes, ``seed``, over the first ``cluster_classes`` classes where a
     profile gives that number, as the chapters cluster them: :func:`dml_tutorial.metrics.clustered_subset`). A
@@ -252,8 +252,10 @@ def scores(z, labels, seed: int = 0, measures=MEASURES, cluster_classes: int | N
     unknown = set(measures) - set(MEASURES)
     if unknown or not measures:
         raise ValueError(f"measures must be some of {', '.join(MEASURES)}, got {list(measures)}")
-    measure = {"MAP@R": lambda: metrics.map_at_r(z, labels), "R@1": lambda: metrics.recall_at_k(z, labels, (1,))[1],
-               "NMI": lambda: metrics.nmi(*metrics.clustered_subset(z, labels, cluster_classes), seed=seed)}
+    measure = {"MAP@R": lambda: metrics.map_at_r(z, labels, device=device),
+               "R@1": lambda: metrics.recall_at_k(z, labels, (1,), device=device)[1],
+               "NMI": lambda: metrics.nmi(*metrics.clustered_subset(z, labels, cluster_classes), seed=seed,
+                                          device=device)}
     return {m: measure[m]() for m in MEASURES if m in measures}
 
 
@@ -286,8 +288,8 @@ def run(splits, name: str, cfg: dict, *, value=None, lr: float | None = None, se
         result = clustering.train_and_retrieve(splits, m.unsupervised, cfg_m, seed=seed, device=device, score=False,
                                                evaluate=evaluate)
     seconds = result.metrics["seconds"]
-    result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, cfg.get("cluster_classes")),
-                      "seconds": seconds}
+    result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, cfg.get("cluster_classes"),
+                               train.resolve_device(device)), "seconds": seconds}
     return result
 
 
@@ -297,7 +299,7 @@ def _checkpoint(test, seed: int, measure: str, cfg: dict):
 
     def evaluate(model):
         z = train.embed(model, test, num_workers=workers)
-        return scores(z, test.labels, seed, (measure,), cfg.get("cluster_classes"))
+        return scores(z, test.labels, seed, (measure,), cfg.get("cluster_classes"), next(model.parameters()).device)
 
     return evaluate
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import math
 import re
 import sys
 import time
@@ -216,10 +217,25 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
                test_predictions=predicted)
 
 
-def reference_kinds(cfg: dict) -> tuple:
+#: The most bytes of float32 pixels the raw-input row may hold (its test split, flattened): CUB's 5,924 test crops of
+#: 3 x 224 x 224 are 3.6 GB and Cars196's 8,131 4.9 GB; SOP's 60,502 would be 36 GB, beyond Colab's memory. Where
+#: the pixels exceed it the row is left out, and a gate that needs it says that it has none to gate on.
+RAW_INPUT_BYTES = 8 * 2**30
+
+
+def raw_input_bytes(splits) -> int:
+    """The bytes of the raw-input row's test pixels in float32: ``[N, prod(input shape)]``."""
+    return 4 * len(splits.test) * math.prod(input_shape(splits.test))
+
+
+def reference_kinds(cfg: dict, splits=None) -> tuple:
     """The reference rows a chapter's main table carries under ``cfg``: :data:`REFERENCES`, and :data:`STARTED`
-    where its runs start from a pretrained trunk."""
-    return REFERENCES + ((STARTED,) if pretrain.applies(cfg) else ())
+    where its runs start from a pretrained trunk; given ``splits``, not the raw input where its pixels would exceed
+    :data:`RAW_INPUT_BYTES` (photographs are read from disk and scored like any other split below that)."""
+    kinds = REFERENCES + ((STARTED,) if pretrain.applies(cfg) else ())
+    if splits is not None and raw_input_bytes(splits) > RAW_INPUT_BYTES:
+        kinds = tuple(k for k in kinds if k != "raw input")
+    return kinds
 
 
 class _Features(torch.nn.Module):
@@ -239,11 +255,11 @@ def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,),
     a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
     ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
     clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0). ``kinds``
-    picks some of them (no raw input for photographs read from disk, whose pixels would all be loaded); by
-    default both, and :data:`STARTED` where the profile starts from a pretrained trunk. ``train_embeddings``
+    picks some of them; by default :func:`reference_kinds` (both, :data:`STARTED` where the profile starts from a
+    pretrained trunk, no raw input where its pixels would not fit in memory). ``train_embeddings``
     keeps the training split's embeddings too (:func:`reference_run`)."""
     if kinds is None:
-        kinds = reference_kinds(cfg)
+        kinds = reference_kinds(cfg, splits)
     out = {}
     for kind in kinds:
         for n in noises:

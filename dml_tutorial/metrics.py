@@ -110,12 +110,13 @@ def _n_clusters(y: torch.Tensor, n_clusters: int | None) -> int:
     return k
 
 
-def nmi(embeddings, labels, n_clusters: int | None = None, seed: int = 0) -> float:
+def nmi(embeddings, labels, n_clusters: int | None = None, seed: int = 0, device=None) -> float:
     """Normalised mutual information between k-means clusters of the embeddings and the labels.
 
     ``n_clusters`` defaults to the number of distinct labels; a larger value gives the NMI+ of the EPS paper
-    (section 5.2), which does not punish a class that is spread over several modes."""
-    z, y = check_embeddings(embeddings, labels, min_samples=2)
+    (section 5.2), which does not punish a class that is spread over several modes. With more dimensions than
+    points the Gram matrix of :func:`span_coordinates` is computed on ``device`` (default: the embeddings')."""
+    z, y = _placed(embeddings, labels, device)
     pred = _kmeans(z, _n_clusters(y, n_clusters), seed)
     return float(normalized_mutual_info_score(y.cpu().numpy(), pred))
 

@@ -259,6 +259,21 @@ def test_reference_rows_measure_on_the_runs_device(kind, monkeypatch):
     assert asked == [train.resolve_device("auto")]
 
 
+def test_the_raw_input_row_is_left_out_where_its_pixels_would_not_fit(monkeypatch):
+    """SOP's 60,502 test crops of 150,528 values would be 36 GB of float32: the raw-input row is measured where the
+    pixels fit (:data:`experiment.RAW_INPUT_BYTES`), photographs read from disk included, and left out above."""
+    zs = data.load_dataset("digits", split="classes", seen=range(6))
+    cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
+    size = 4 * len(zs.test) * 64  # digits: 8 x 8 pixels
+    assert experiment.raw_input_bytes(zs) == size
+    assert experiment.reference_kinds(cfg, zs) == experiment.REFERENCES == experiment.reference_kinds(cfg)
+    monkeypatch.setattr(experiment, "RAW_INPUT_BYTES", size - 1)
+    assert experiment.reference_kinds(cfg, zs) == ("untrained network",)
+    assert experiment.reference_kinds(cfg) == experiment.REFERENCES  # without the splits, nothing is left out
+    measured = experiment.references(zs, cfg, [0, 1])
+    assert list(measured) == [("untrained network", "")] and len(measured[("untrained network", "")]) == 2
+
+
 def test_untrained_reference_is_the_seeded_initial_network(splits):
     cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
     run = experiment.reference_run(splits, cfg, "untrained network", probe=True, noise=("symmetric", 0.3), seed=3)

@@ -289,5 +289,6 @@ def test_metrics_on_a_device_equal_those_on_the_cpu(device):
         here = metrics.evaluate(z, y, ks=(1, 2, 4), f1=True)
         assert metrics.evaluate(z, y, ks=(1, 2, 4), f1=True, device=device) == pytest.approx(here, abs=1e-9)
         assert metrics.map_at_r(z, y, device=device) == pytest.approx(metrics.map_at_r(z, y), abs=1e-9)
+        assert metrics.nmi(z, y, 7, device=device) == pytest.approx(metrics.nmi(z, y, 7), abs=1e-9)
         x = torch.as_tensor(metrics.span_coordinates(z.to(device)))
         assert torch.allclose(torch.cdist(x, x), torch.cdist(z.double(), z.double()), atol=1e-5)
