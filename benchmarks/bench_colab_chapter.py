@@ -74,15 +74,18 @@ def stand_in_weights(torch_home: Path, arch: str):
     torch.save(getattr(torchvision.models, fn)(weights=None, **kwargs).state_dict(), target)
 
 
-def printed(notebook: Path) -> list[str]:
-    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
+def cells_of(notebook: Path) -> list[dict]:
+    """The executed notebook's cells (none if the chapter stopped before papermill first saved it)."""
+    return json.loads(notebook.read_text())["cells"] if notebook.exists() else []
+
+
+def printed(cells: list[dict]) -> list[str]:
     return ["".join(o.get("text", "")) for c in cells if c["cell_type"] == "code" for o in c.get("outputs", [])]
 
 
-def stopped_at(notebook: Path) -> dict:
+def stopped_at(cells: list[dict]) -> dict:
     """The cell a stopped run was in (papermill marks it "running" in the saved copy): its index, first line and
     last printed line (a progress bar's last state)."""
-    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
     for i, cell in enumerate(cells):
         if cell.get("metadata", {}).get("papermill", {}).get("status") == "running":
             text = "".join("".join(o.get("text", "")) for o in cell.get("outputs", []))
@@ -91,9 +94,8 @@ def stopped_at(notebook: Path) -> dict:
     return {}
 
 
-def slowest_cells(notebook: Path, top: int = 5) -> list[dict]:
+def slowest_cells(cells: list[dict], top: int = 5) -> list[dict]:
     """The cells that took longest (papermill's per-cell ``duration``): index, first line, seconds."""
-    cells = json.loads(notebook.read_text())["cells"] if notebook.exists() else []
     timed = [(c.get("metadata", {}).get("papermill", {}).get("duration") or 0.0, i, c) for i, c in enumerate(cells)]
     return [{"cell": i, "source": "".join(c["source"]).splitlines()[0], "seconds": round(d, 1)}
             for d, i, c in sorted(timed, key=lambda t: -t[0])[:top] if d > 0]
@@ -144,8 +146,8 @@ def main():
         source = chapters.REPOSITORY / "notebooks" / f"{NOTEBOOK[args.chapter]}.ipynb"
         (tmp / "notebooks" / source.name).write_bytes(source.read_bytes())
         code, seconds = run_chapter(args.chapter, tmp, args.settings, args.timeout)
-        executed = tmp / "out" / source.name
-        texts, where, slowest = printed(executed), stopped_at(executed), slowest_cells(executed)
+        cells = cells_of(tmp / "out" / source.name)
+        texts, where, slowest = printed(cells), stopped_at(cells), slowest_cells(cells)
     plan_text = next((t for t in texts if "Plan of the" in t), "")
     result = {"device": f"{device.type}: {name}", "cpus": args.cpus, "chapter": args.chapter, "exit": code,
               "settings": changes, "profile": "colab",
