@@ -496,10 +496,9 @@ def gated(table: dict, metric: str = "R@1", smallest_effect: float | None = None
     reported on R@1, and robustness only for the rows that pass. A table without both reference rows gates
     nothing: every row fails."""
     names = [n for n in table if n in METHODS and metric in table[n]]
-    kinds = experiment.REFERENCES + (experiment.STARTED,)
-    refs = {k: table[k][metric] for k in kinds if metric in table.get(k, {})}
-    if not all(k in refs for k in experiment.REFERENCES):
-        return {n: (False, "the table has no raw-input and untrained-network rows to gate on") for n in names}
+    refs = claims.gate_references(table, metric)
+    if refs is None:
+        return {n: (False, claims.NO_REFERENCES) for n in names}
     effect = claims.RETRIEVAL[0] / 100 if smallest_effect is None else smallest_effect
     level = evidence.adjusted_confidence(max(1, len(names)), confidence)
     return {n: evidence.gate(table[n][metric], refs, effect, level) for n in names}

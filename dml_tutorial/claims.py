@@ -203,6 +203,25 @@ def _values(measured: dict, claim: Claim):
     return base, row
 
 
+#: How the gate's reasons name the pretrained start's row (:data:`~dml_tutorial.experiment.STARTED`).
+STARTED_NAME = "pretrained start (not fine-tuned)"
+#: The gate's reason where a table lacks a reference row.
+NO_REFERENCES = "the table has no raw-input and untrained-network rows to gate on"
+
+
+def gate_references(measured: dict, column: str) -> dict | None:
+    """``{name: per-seed values}`` of the rows the gate asks a control to beat at ``column`` of a table
+    ``{row: {column: values}}``: the raw input and the untrained network, and the pretrained start where the table
+    has one (the fine-tuned control must beat it too), named as the gate's reason prints them; ``None`` when the
+    table lacks the raw-input or the untrained-network row."""
+    refs = {r: measured[r][column] for r in REFERENCES if column in measured.get(r, {})}
+    if len(refs) < len(REFERENCES):
+        return None
+    if column in measured.get(STARTED, {}):
+        refs[STARTED_NAME] = measured[STARTED][column]
+    return refs
+
+
 def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) -> tuple[bool, str]:
     """The one gate rule (:func:`dml_tutorial.evidence.gate`) for ``claim``, on its control: the base row at the
     claim's column, or at its ``control`` column (an interaction: does training help without the cause?), or the
@@ -216,11 +235,9 @@ def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) 
         measured = (tables or {}).get(table, ({},))[0]
         if column not in measured.get(base, {}):
             return False, f"the run has no {base} ({column}) in {table!r} to gate on"
-    refs = {r: measured[r][column] for r in REFERENCES if column in measured.get(r, {})}
-    if len(refs) < len(REFERENCES):
-        return False, "the table has no raw-input and untrained-network rows to gate on"
-    if column in measured.get(STARTED, {}):  # a pretrained start: the fine-tuned control must beat it too
-        refs["pretrained start (not fine-tuned)"] = measured[STARTED][column]  # as the gate's reason names it
+    refs = gate_references(measured, column)
+    if refs is None:
+        return False, NO_REFERENCES
     passes, reason = evidence.gate(measured[base][column], refs, claim.smallest_effect / 100, confidence)
     # the control's column named as a column, not in parentheses: "(p = 0)" beside p-values read as one of them
     return passes, (f"{reason}, in the {column} column" if column != claim.column else reason)
