@@ -302,8 +302,9 @@ MACHINE_SETTINGS = {"threads", "workers"}  # how a run used its machine, not wha
 def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
     """The run files of every point of a sweep grid in ``pending/<chapter>/``, and why they may not land yet: a
     point without its file; a file of another chapter or profile, made from a ``-dirty`` commit or from one that is
-    not in the history of the repository holding ``pending``, or missing a figure; files trained under different
-    settings or pretrained starts (a profile changed between sittings)."""
+    not in the history of the repository holding ``pending``, missing a figure, or silent on the pretrained start
+    its settings name; files trained under different settings or pretrained starts (a profile changed between
+    sittings)."""
     chapter, files, problems, kinds = spec["chapter"], [], [], {}
     for rid, _ in sweep_points(spec):
         file = pending / chapter / f"{rid}.json"
@@ -319,6 +320,9 @@ def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
         elif _git(file.parent, "merge-base", "--is-ancestor", commit, "HEAD").returncode:
             problems.append(f"{rid}: made from {commit[:12]}, which is not in this repository's history")
         problems += [f"{rid}: figure {f} is missing" for f in run.get("figures", []) if not (file.parent / f).exists()]
+        if run.get("settings", {}).get("start") and not run.get("start_sha256"):
+            problems.append(f"{rid}: the pretrained start it loaded is not recorded (start_sha256; each CPU family "
+                            "builds other weights): nobody can tell which start to load to run it again")
         settings = {k: v for k, v in run.get("settings", {}).items() if k not in MACHINE_SETTINGS}
         kinds.setdefault(json.dumps([settings, run.get("start_sha256")], sort_keys=True), []).append(rid)
         files.append(file)

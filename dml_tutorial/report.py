@@ -196,7 +196,7 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
              f"- package: {', '.join(sorted({r['version'] for r in runs}))}",
              f"- commits: {', '.join(sorted({r['commit'][:12] for r in runs}))}",
              f"- dates: {min(r['date'] for r in runs)[:10]} to {max(r['date'] for r in runs)[:10]}",
-             f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", "", "```bash"]
+             f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", *_start_line(runs), "", "```bash"]
     lines += sorted({r["command"] for r in runs}) + ["```", ""]
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
@@ -209,6 +209,18 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
     if not verdicts.empty:
         lines += [f"{sub} Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
     return lines
+
+
+def _start_line(runs: list[dict]) -> list[str]:
+    """``["- pretrained start: ..."]`` where the runs' settings name a start: the first 12 hex digits of each
+    SHA-256 the run files record (:func:`start_of`), "not recorded" for a run file made before they recorded it;
+    ``[]`` for runs trained from scratch."""
+    started = [r for r in runs if r["settings"].get("start")]
+    if not started:
+        return []
+    names = ", ".join(sorted({r["settings"]["start"] for r in started}))
+    shas = sorted({r["start_sha256"][:12] if r.get("start_sha256") else "not recorded" for r in started})
+    return [f"- pretrained start: {names}, SHA-256 of its weights {', '.join(shas)} (each CPU family builds its own)"]
 
 
 VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation, batches and label noise), with "

@@ -233,16 +233,19 @@ def test_land_refuses_dirty_foreign_and_mixed_runs_and_says_why(folder, monkeypa
     _run_file(pending, "smoke_seed-1", "0" * 40)  # a commit this repository never had
     _run_file(pending, "smoke_seed-2", head, epochs=2)  # the profile changed between sittings
     _run_file(pending, "smoke_seed-3", head, figure=False, threads=16)
+    _run_file(pending, "smoke_seed-4", head, start="glyphs2")  # a start, and no record of which
     _commit_all(repo, "a pending sweep with problems")
-    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3, 4]\n")
     assert cli.main(["land", str(grid), "--pending", str(repo / "pending"), "--results", str(repo / "results")]) == 1
     err = capsys.readouterr().err
     assert "smoke_seed-0: made from '" in err and "-dirty', not a clean commit" in err
     assert "smoke_seed-1: made from 000000000000, which is not in this repository's history" in err
     assert "smoke_seed-3: figure smoke_seed-3.figures/toy-figure.png is missing" in err
+    assert "smoke_seed-4: the pretrained start it loaded is not recorded" in err
+    assert "smoke_seed-0: the pretrained start" not in err  # no start in its settings: nothing to record
     assert err.rstrip().endswith("differ in their settings or pretrained start: smoke_seed-0, smoke_seed-1, "
-                                 "smoke_seed-3; smoke_seed-2")  # threads alone do not count
-    assert not (repo / "results").exists() and len(list(pending.glob("*.json"))) == 4
+                                 "smoke_seed-3; smoke_seed-2; smoke_seed-4")  # threads alone do not count
+    assert not (repo / "results").exists() and len(list(pending.glob("*.json"))) == 5
 
 
 def test_sweep_gives_each_parallel_run_one_gpu(folder):

@@ -103,6 +103,13 @@ def test_a_run_file_names_the_start_its_runs_loaded(tmp_path, monkeypatch):
     assert len(sha) == 64 and sha == pretrain.weights_sha256({"trunk.w": torch.arange(6.0).reshape(2, 3)})
     assert sha != pretrain.weights_sha256({"trunk.w": torch.arange(6.0).reshape(3, 2)})
     assert "start_sha256" not in report.run_file("dcdl", {}, recorded.with_name("none.jsonl"), "cmd", 1.0)
+    older = {**report.run_file("cbswr", {}, recorded, "cmd", 1.0)}
+    del older["start_sha256"]  # a run file made before run files named their start
+    page = "\n".join(report._section(("glyphs2", "glyphs", "glyphnet", 1), [older, report.run_file(
+        "cbswr", {}, recorded, "cmd", 1.0)]))
+    assert f"- pretrained start: glyphs2, SHA-256 of its weights {sha[:12]}, not recorded (" in page
+    scratch = report.run_file("dcdl", {}, recorded.with_name("none.jsonl"), "cmd", 1.0)
+    assert "pretrained start" not in "\n".join(report._section(("full", "cifar10", "vgg9", 1), [scratch]))
 
 
 def test_seeds_merge_and_a_rerun_replaces_its_seed():
