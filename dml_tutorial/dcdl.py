@@ -171,20 +171,55 @@ def choice_table(chosen: dict) -> dict:
             for (row, column), c in chosen.items()}
 
 
-def still_climbing(runs: list[dict]) -> tuple[int, int]:
-    """``(capped, chosen)``: over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`), how many of the
-    rows' chosen lengths (a sum over the runs' :data:`CHOICE_TABLE` rows) are the longest checkpoint the search
-    probed (:data:`SEARCH_TABLE`'s last column, the profile's length): those rows' validation curves had not
-    stopped rising when the budget ended. ``(0, 0)`` when no run chose a length."""
-    capped = chosen = 0
+#: The edges of a :func:`choose_trainings` search, in the order :func:`edges_text` names them, with what each means.
+EDGES = {"first checkpoint": "its best may lie shorter",
+         "last checkpoint": "still climbing when its budget ended",
+         "lowest rate": "its best may lie lower, off the ladder",
+         "highest rate": "its best may lie higher, off the ladder"}
+
+
+def search_edges(runs: list[dict]) -> dict:
+    """Where :func:`choose_trainings` stopped at an edge of what it could try (issue #48: a best at the edge of a
+    grid is not a best shot), row by row over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`):
+    ``{"row (column)": {"seeds": n, edge: k for each edge of EDGES}}``, with ``n`` the runs that chose the row's
+    training (:data:`CHOICE_TABLE`) and ``k`` how many of them chose at that edge (a count over runs). The
+    checkpoints' edges are the shortest and longest lengths the probe scored for the row (:data:`SEARCH_TABLE`);
+    the rates' edges the ends of the run's ``lr_ladder``, where the walk cannot go on (without a ladder, of its
+    ``lr_candidates``, else of the rates the row tried). Runs that chose nothing are skipped; ``{}`` for none."""
+    out: dict = {}
     for run in runs:
         tables = {t["table"]: t["measured"] for t in run["tables"]}
-        if CHOICE_TABLE not in tables:
-            continue
-        longest = max(int(column.split()[0]) for row in tables[SEARCH_TABLE].values() for column in row)
-        lengths = [row["epochs"][0] for row in tables[CHOICE_TABLE].values()]
-        capped, chosen = capped + sum(n == longest for n in lengths), chosen + len(lengths)
-    return capped, chosen
+        for row, choice in tables.get(CHOICE_TABLE, {}).items():
+            tried = {name.rpartition(", lr ")[2]: columns for name, columns in tables[SEARCH_TABLE].items()
+                     if name.rpartition(", lr ")[0] == row}
+            lengths = [int(column.split()[0]) for columns in tried.values() for column in columns]
+            settings = run.get("settings", {})
+            rates = settings.get("lr_ladder") or settings.get("lr_candidates") or [float(r) for r in tried]
+            rate, epochs = choice["log10 rate"][0], choice["epochs"][0]
+            at = {"first checkpoint": epochs == min(lengths), "last checkpoint": epochs == max(lengths),
+                  "lowest rate": np.isclose(rate, np.log10(min(rates))),
+                  "highest rate": np.isclose(rate, np.log10(max(rates)))}
+            counts = out.setdefault(row, {"seeds": 0, **dict.fromkeys(EDGES, 0)})
+            counts["seeds"] += 1
+            for edge, hit in at.items():
+                counts[edge] += int(hit)
+    return out
+
+
+def edges_text(edges: dict, label=str) -> str:
+    """:func:`search_edges` as a sentence for the chapter: for each edge some row chose, the rows that chose it and
+    on how many of their seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.plots.label_tex`); ``""``
+    when no row chose at an edge."""
+
+    def name(row):
+        head, _, column = row.rpartition(" (")
+        return f"{label(head)} ({column}" if head else label(row)
+
+    parts = [f"at the {edge} ({meaning}), " + ", ".join(
+        f"{name(row)} {c[edge]} of {c['seeds']}" for row, c in edges.items() if c[edge])
+        for edge, meaning in EDGES.items() if any(c[edge] for c in edges.values())]
+    return ("Seeds on which the search of a row's rate and length stopped at an edge of its grid: "
+            + "; ".join(parts) + ".") if parts else ""
 
 
 def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spread: float = 0.01, seed: int = 0):

@@ -212,19 +212,46 @@ def test_choose_trainings_walks_the_rate_until_flanked_and_takes_the_best_checkp
         dcdl.choose_trainings(silent, [1e-3])
 
 
-def test_still_climbing_counts_the_rows_whose_chosen_length_is_the_last_checkpoint():
+def test_search_edges_counts_the_seeds_whose_choice_sits_at_an_edge_of_the_search():
     rising = {lr: {5: 0.1 * s, 10: 0.2 * s, 15: 0.3 * s} for lr, s in ((1e-3, 1.0), (3e-3, 1.1), (1e-2, 0.9))}
     peaked = {lr: {5: 0.3, 10: 0.5 * s, 15: 0.4} for lr, s in ((1e-3, 1.0), (3e-3, 1.1), (1e-2, 0.9))}
-    fits = {("A", "clean"): _curve_fit(rising, []), ("B", "sym 0.3"): _curve_fit(peaked, [])}
-    chosen, search = dcdl.choose_trainings(fits, [1e-3, 3e-3], [1e-3, 3e-3, 1e-2])
+    early = {lr: {5: 0.5 * s, 10: 0.1, 15: 0.1} for lr, s in ((1e-3, 1.0), (3e-3, 1.1), (1e-2, 1.2))}
+    fits = {("A", "clean"): _curve_fit(rising, []), ("B", "sym 0.3"): _curve_fit(peaked, []),
+            ("C", "sym 0.3"): _curve_fit(early, [])}
+    ladder = [1e-3, 3e-3, 1e-2]
+    chosen, search = dcdl.choose_trainings(fits, [1e-3, 3e-3], ladder)
     choice = dcdl.choice_table(chosen)
-    assert choice == {"A (clean)": {"log10 rate": [pytest.approx(np.log10(3e-3))], "epochs": [15]},
-                      "B (sym 0.3)": {"log10 rate": [pytest.approx(np.log10(3e-3))], "epochs": [10]}}
-    run = {"tables": [{"table": dcdl.SEARCH_TABLE, "measured": search},
-                      {"table": dcdl.CHOICE_TABLE, "measured": choice}]}
+    assert choice["A (clean)"]["epochs"] == [15] and choice["B (sym 0.3)"]["epochs"] == [10]
+    assert chosen[("C", "sym 0.3")] == {"lr": 1e-2, "epochs": 5, "tried": [1e-3, 3e-3, 1e-2]}
+    tables = [{"table": dcdl.SEARCH_TABLE, "measured": search}, {"table": dcdl.CHOICE_TABLE, "measured": choice}]
+    run = {"settings": {"lr_ladder": ladder}, "tables": tables}
     recorded = {"tables": [{"table": "Tables 1/4", "measured": {}}]}  # a run that chose no length
-    assert dcdl.still_climbing([run, recorded]) == (1, 2)  # A rises to the end at its rate, B peaks at 10
-    assert dcdl.still_climbing([run, run]) == (2, 4) and dcdl.still_climbing([recorded]) == (0, 0)
+    none = dict.fromkeys(dcdl.EDGES, 0)
+    # A rises to its last checkpoint at a flanked rate; B peaks inside both; C peaks at its first checkpoint at the
+    # ladder's top rate, where the walk had to stop
+    assert dcdl.search_edges([run, recorded]) == {
+        "A (clean)": {"seeds": 1, **none, "last checkpoint": 1}, "B (sym 0.3)": {"seeds": 1, **none},
+        "C (sym 0.3)": {"seeds": 1, **none, "first checkpoint": 1, "highest rate": 1}}
+    assert dcdl.search_edges([run, run])["C (sym 0.3)"] == {"seeds": 2, **none, "first checkpoint": 2,
+                                                           "highest rate": 2}
+    assert dcdl.search_edges([recorded]) == {}
+    # the ladder decides the rates' edges: on a wider one C's 1e-2 is flanked; without one, the rates it tried
+    wider = {"settings": {"lr_ladder": [*ladder, 3e-2]}, "tables": tables}
+    assert dcdl.search_edges([wider])["C (sym 0.3)"]["highest rate"] == 0
+    assert dcdl.search_edges([{"tables": tables}]) == dcdl.search_edges([run])
+
+
+def test_edges_text_names_each_edge_with_its_rows_and_stays_silent_without_one():
+    none = dict.fromkeys(dcdl.EDGES, 0)
+    edges = {"L_Trip (sym 0.3)": {"seeds": 4, **none, "first checkpoint": 4},
+             "L_Trip + L^W (sym 0.3)": {"seeds": 4, **none, "first checkpoint": 1, "highest rate": 4},
+             "L_Trip (clean)": {"seeds": 4, **none}}
+    text = dcdl.edges_text(edges, label=str.upper)
+    assert text == ("Seeds on which the search of a row's rate and length stopped at an edge of its grid: at the "
+                    "first checkpoint (its best may lie shorter), L_TRIP (sym 0.3) 4 of 4, L_TRIP + L^W (sym 0.3) "
+                    "1 of 4; at the highest rate (its best may lie higher, off the ladder), L_TRIP + L^W (sym 0.3) "
+                    "4 of 4.")
+    assert dcdl.edges_text({"L_Trip (clean)": {"seeds": 4, **none}}) == "" and dcdl.edges_text({}) == ""
 
 
 def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_probes_curve():
