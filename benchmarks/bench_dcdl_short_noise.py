@@ -13,7 +13,9 @@ far their word depends on the grid's first checkpoint; it decides no word.
 
     python benchmarks/bench_dcdl_short_noise.py --runs data/pending [--seeds 0 1 2] [--epochs 5] [--threads 2]
 
-Writes results/dcdl_short_noise_cpu.json (``--out``), seed by seed, so that a stopped run keeps what it finished.
+Writes results/dcdl_short_noise_cpu.json (``--out``) seed by seed, each with the commit it ran from; a seed the
+file already holds under the same settings is kept and not run again (``--fresh`` starts over), so that a stopped
+run resumes and later seeds add to the earlier ones.
 """
 
 import argparse
@@ -31,6 +33,14 @@ RESULTS = Path(__file__).parent / "results"
 NOISE = ["symmetric", 0.3]
 ROWS = {"trip": ("trip", None), "L": ("trip", "L")}  # the rows whose search stopped at its first checkpoint
 COMPARED = ["L_Trip + L^W", "L_Trip + L^W-GeomLoss"]  # what the claims set against them
+
+
+def cpu() -> str:
+    """The CPU's model name and whether it has AVX-512 (its numbers differ between CPU families)."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.processor() or "unknown")
+    return name + (", AVX-512" if " avx512f" in info else "")
 
 
 def recorded_seed(runs_folder: Path, seed: int) -> dict:
@@ -81,7 +91,7 @@ def summary(seeds: dict) -> dict:
     short baselines (95% intervals, not adjusted: a description, not a verdict)."""
     if not seeds:
         return {}
-    per = list(seeds.values())
+    per = [seeds[key] for key in sorted(seeds, key=int)]
     out = {}
     for row in (dcdl.label(local, term) for local, term in ROWS.values()):
         short = [s[row]["short accuracy"] / 100 for s in per]
@@ -102,21 +112,28 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--settings", type=json.loads, default=None, help="profile settings to change (dry runs)")
     parser.add_argument("--out", default=str(RESULTS / "dcdl_short_noise_cpu.json"))
+    parser.add_argument("--fresh", action="store_true", help="run every seed again, ignoring --out's")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     cfg = {**profiles.settings("dcdl", "glyphs2"), **(args.settings or {})}
     out = {"profile": "dcdl glyphs2", "settings changed": args.settings, "epochs searched": args.epochs,
-           "noise": NOISE, "commit": report.git_commit(), "machine": platform.platform(),
-           "processor": platform.processor(), "torch": torch.__version__, "date": time.strftime("%Y-%m-%d"),
-           "seeds": {}}
+           "noise": NOISE, "seeds": {}}
+    before = json.loads(Path(args.out).read_text()) if Path(args.out).exists() and not args.fresh else {}
+    if all(before.get(key) == out[key] for key in ("settings changed", "epochs searched", "noise")):
+        out["seeds"] = before.get("seeds", {})
     for seed in args.seeds:
+        if str(seed) in out["seeds"]:
+            print(f"seed {seed}: kept from {args.out}")
+            continue
         t0 = time.perf_counter()
         result = one_seed(cfg, seed, args.epochs, recorded_seed(Path(args.runs), seed))
-        result["seconds"] = round(time.perf_counter() - t0, 1)
+        result.update(seconds=round(time.perf_counter() - t0, 1), commit=report.git_commit(), cpu=cpu(),
+                      threads=args.threads, torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
         out["seeds"][str(seed)] = result
         out["summary"] = summary(out["seeds"])
         Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
         print(f"seed {seed}:", json.dumps(result), flush=True)
+    out["summary"] = summary(out["seeds"])
     for key, value in out["summary"].items():
         print(f"{key}: {value}")
     print("->", args.out)
