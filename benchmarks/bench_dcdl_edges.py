@@ -1,0 +1,172 @@
+"""Whether DCDL's rows on test bed II had their best shot where their search stopped at an edge of its grid.
+
+DCDL's glyphs2 profile chooses each row's rate and length on a held-out training face whose labels are as noisy as
+the row's (``dcdl.choose_trainings``: checkpoints every ``probe_every`` = 5 epochs up to 30). Where a row's choice
+lies at an edge of that grid (``dcdl.search_edges``) its best may lie beyond it (issue #48: a best at an edge is not
+a best shot), and a claim's gain may then be a baseline stopped too early or too late. Two checks, each the same
+search for some rows on a wider grid of lengths, each row then trained at its choice on the whole training split,
+as the chapter does, and its probe scored on the unseen faces, beside the chapter's run file of the same seed:
+
+- ``short-noisy``: under 30% symmetric noise the L_Trip and L_Trip + L^L rows chose the first checkpoint on every
+  seed. Their search again with a checkpoint after every epoch up to 5, over the profile's rates and ladder.
+- ``long-clean``: on clean labels most rows chose the last checkpoint (30 epochs), still climbing. Each row's search
+  again up to 60 epochs at the rate the chapter chose for it (the length is in question here, not the rate: a
+  walk over rates at 60 epochs would cost about four times as much).
+
+A check made after the claims' runs, to say how far their words depend on the grid's edges; it decides no word.
+
+    python benchmarks/bench_dcdl_edges.py short-noisy --runs data/pending [--seeds 0 1 2] [--threads 2]
+    python benchmarks/bench_dcdl_edges.py long-clean --runs data/results --seeds 0 1 2 [--rows L_Trip ...]
+
+Writes results/dcdl_edges_<check>_cpu.json (``--out``) seed by seed, each with the commit it ran from; a seed the
+file already holds under the same settings is kept and not run again (``--fresh`` starts over), so that a stopped
+run resumes and later seeds add to the earlier ones.
+"""
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from dml_tutorial import data, dcdl, evidence, experiment, noise, profiles, report
+
+RESULTS = Path(__file__).parent / "results"
+TABLE = "Tables 1/4: local losses with and without the discrepancy term"
+BASELINE = "L_Trip"
+ROWS = {dcdl.label("trip", term): ("trip", term) for term in (None, "L", "W", "W-GeomLoss")}
+CHECKS = {  # the rows searched again, in what column, up to how many epochs, probed how often, at which rates
+    "short-noisy": {"noise": ["symmetric", 0.3], "rows": ["L_Trip", "L_Trip + L^L"], "epochs": 5,
+                    "probe_every": 1, "rates": "the profile's"},
+    "long-clean": {"noise": None, "rows": list(ROWS), "epochs": 60, "probe_every": 5, "rates": "the chapter's"},
+}
+
+
+def cpu() -> str:
+    """The CPU's model name and whether it has AVX-512 (its numbers differ between CPU families)."""
+    info = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.processor() or "unknown")
+    return name + (", AVX-512" if " avx512f" in info else "")
+
+
+def recorded_seed(runs_folder: Path, seed: int) -> dict:
+    """The chapter's glyphs2 run file of ``seed``, as ``{table: measured}``; it must hold the search's choice."""
+    runs = [r for r in report.runs_of("dcdl", "glyphs2", runs_folder) if r["parameters"].get("SEED") == seed]
+    if not runs:
+        raise SystemExit(f"no dcdl glyphs2 run of seed {seed} in {runs_folder}")
+    tables = {t["table"]: t["measured"] for t in runs[-1]["tables"]}
+    if dcdl.CHOICE_TABLE not in tables:
+        raise SystemExit(f"the seed-{seed} run in {runs_folder} made no search (a run from before the profile "
+                         "chose each row's rate and length)")
+    return tables
+
+
+def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dict:
+    """One check's searches and trainings for one seed, beside the run file's numbers (probe accuracy, %)."""
+    splits = data.load_dataset(cfg["dataset"], split="samples", seed=seed, progress=False,
+                               **cfg.get("dataset_options", {}))
+    pairs, column = noise.PAIRS.get(cfg["dataset"]), noise.describe(check["noise"])
+    wider = {**cfg, "epochs": check["epochs"], "probe_every": check["probe_every"]}
+    out = {}
+    for row in rows:
+        local, term = ROWS[row]
+        before, key = tables[dcdl.CHOICE_TABLE][f"{row} ({column})"], (row, column)
+        fits = dcdl.row_fits(splits, {key: (local, term, check["noise"])}, wider, seed=seed, pairs=pairs)
+        if check["rates"] == "the chapter's":
+            start, rungs = [float(f"{10 ** before['log10 rate'][0]:.3g}")], None
+        else:
+            start, rungs = cfg["lr_candidates"], cfg.get("lr_ladder")
+        chosen, search = dcdl.choose_trainings(fits, start, rungs)
+        pick = chosen[key]
+        run = experiment.train_and_probe(splits, dcdl.dcdl_loss(local, term),
+                                         {**cfg, "lr": pick["lr"], "epochs": pick["epochs"]},
+                                         k=dcdl.SAMPLES_PER_CLASS[local], noise=check["noise"], pairs=pairs,
+                                         seed=seed)
+        curve = f"{row} ({column}), lr {pick['lr']:g}"
+        out[row] = {
+            "search": {"lr": pick["lr"], "epochs": pick["epochs"], "tried": pick["tried"],
+                       "validation curve at that rate": search[curve],
+                       "the chapter's curve at that rate": tables[dcdl.SEARCH_TABLE].get(curve)},
+            "accuracy": round(100 * run.metrics["accuracy"], 2),
+            "chapter's choice": {"lr": round(10 ** before["log10 rate"][0], 6), "epochs": before["epochs"][0]},
+            "chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2),
+        }
+    out.update({row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)}
+                for row in ROWS if row not in out})
+    out["raw input"] = {"chapter's accuracy": round(100 * tables[TABLE]["raw input"][column][0], 2)}
+    return out
+
+
+def summary(seeds: dict) -> dict:
+    """Paired by seed (95% intervals, not adjusted: a description, not a verdict): each row searched again against
+    the chapter's training of it; and each term's row against the baseline, with the wider search's accuracy
+    where a row has one (the chapter's where not), beside the same difference as the chapter measured it."""
+    if not seeds:
+        return {}
+    per = [seeds[key] for key in sorted(seeds, key=int)]
+
+    def value(s, row, fresh=True):
+        return (s[row]["accuracy"] if fresh and "accuracy" in s[row] else s[row]["chapter's accuracy"]) / 100
+
+    out = {}
+    for row in ROWS:
+        if "accuracy" in per[0][row]:
+            out[f"{row}: searched again against the chapter's"] = evidence.describe(
+                evidence.paired([value(s, row, False) for s in per], [value(s, row) for s in per]))
+            out[f"{row}: chosen lengths (epochs)"] = [s[row]["search"]["epochs"] for s in per]
+    for row in ROWS:
+        if row != BASELINE:
+            now = evidence.paired([value(s, BASELINE) for s in per], [value(s, row) for s in per])
+            then = evidence.paired([value(s, BASELINE, False) for s in per], [value(s, row, False) for s in per])
+            out[f"{row} against {BASELINE}"] = f"{evidence.describe(now)}; as the chapter measured it: " + \
+                evidence.describe(then)
+    return out
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("check", choices=sorted(CHECKS))
+    parser.add_argument("--runs", default="data/results", help="where the chapter's run files are")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
+    parser.add_argument("--rows", nargs="+", choices=list(ROWS), help="a part of the check's rows")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--settings", type=json.loads, default=None, help="profile settings to change (dry runs)")
+    parser.add_argument("--out", help="default: results/dcdl_edges_<check>_cpu.json")
+    parser.add_argument("--fresh", action="store_true", help="run every seed again, ignoring --out's")
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    check = CHECKS[args.check]
+    rows = [row for row in check["rows"] if row in (args.rows or check["rows"])]
+    cfg = {**profiles.settings("dcdl", "glyphs2"), **(args.settings or {})}
+    target = Path(args.out or RESULTS / f"dcdl_edges_{args.check}_cpu.json")
+    out = {"profile": "dcdl glyphs2", "check": args.check, **check, "rows": rows, "settings changed": args.settings,
+           "seeds": {}}
+    before = json.loads(target.read_text()) if target.exists() and not args.fresh else {}
+    if all(before.get(key) == value for key, value in out.items() if key != "seeds"):
+        out["seeds"] = before.get("seeds", {})
+    for seed in args.seeds:
+        if str(seed) in out["seeds"]:
+            print(f"seed {seed}: kept from {target}")
+            continue
+        t0 = time.perf_counter()
+        result = one_seed(cfg, seed, check, rows, recorded_seed(Path(args.runs), seed))
+        result.update(seconds=round(time.perf_counter() - t0, 1), commit=report.git_commit(), cpu=cpu(),
+                      threads=args.threads, torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
+        out["seeds"][str(seed)] = result
+        out["summary"] = summary(out["seeds"])
+        target.write_text(json.dumps(out, indent=1) + "\n")
+        print(f"seed {seed}:", json.dumps(result), flush=True)
+    out["summary"] = summary(out["seeds"])
+    for key, value in out["summary"].items():
+        print(f"{key}: {value}")
+    print("->", target)
+    return out
+
+
+if __name__ == "__main__":
+    np.set_printoptions(precision=3)
+    main()
