@@ -71,13 +71,14 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
                                **cfg.get("dataset_options", {}))
     pairs, column = noise.PAIRS.get(cfg["dataset"]), noise.describe(check["noise"])
     wider = {**cfg, "epochs": check["epochs"], "probe_every": check["probe_every"]}
-    out = {}
+    out = {row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)} for row in [*ROWS, "raw input"]}
     for row in rows:
         local, term = ROWS[row]
         before, key = tables[dcdl.CHOICE_TABLE][f"{row} ({column})"], (row, column)
+        chapter_lr = float(f"{10 ** before['log10 rate'][0]:.3g}")  # the run file records its log10
         fits = dcdl.row_fits(splits, {key: (local, term, check["noise"])}, wider, seed=seed, pairs=pairs)
         if check["rates"] == "the chapter's":
-            start, rungs = [float(f"{10 ** before['log10 rate'][0]:.3g}")], None
+            start, rungs = [chapter_lr], None
         else:
             start, rungs = cfg["lr_candidates"], cfg.get("lr_ladder")
         chosen, search = dcdl.choose_trainings(fits, start, rungs)
@@ -92,12 +93,9 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
                        "validation curve at that rate": search[curve],
                        "the chapter's curve at that rate": tables[dcdl.SEARCH_TABLE].get(curve)},
             "accuracy": round(100 * run.metrics["accuracy"], 2),
-            "chapter's choice": {"lr": round(10 ** before["log10 rate"][0], 6), "epochs": before["epochs"][0]},
-            "chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2),
+            "chapter's choice": {"lr": chapter_lr, "epochs": before["epochs"][0]},
+            **out[row],
         }
-    out.update({row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)}
-                for row in ROWS if row not in out})
-    out["raw input"] = {"chapter's accuracy": round(100 * tables[TABLE]["raw input"][column][0], 2)}
     return out
 
 
