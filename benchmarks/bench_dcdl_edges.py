@@ -20,7 +20,9 @@ A check made after the claims' runs, to say how far their words depend on the gr
 
 Writes results/dcdl_edges_<check>_cpu.json (``--out``) seed by seed, each with the commit it ran from; a seed the
 file already holds under the same settings is kept and not run again (``--fresh`` starts over), so that a stopped
-run resumes and later seeds add to the earlier ones.
+run resumes and later seeds add to the earlier ones. ``--rows`` naming a row a kept seed lacks trains only that row
+and adds it to the seed, with its own commit and time (``added``); the summary pairs only the seeds that hold every
+row the file names.
 """
 
 import argparse
@@ -99,25 +101,37 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
     return out
 
 
-def summary(seeds: dict) -> dict:
-    """Paired by seed (95% intervals, not adjusted: a description, not a verdict): each row searched again against
-    the chapter's training of it; and each term's row against the baseline, with the wider search's accuracy
-    where a row has one (the chapter's where not), beside the same difference as the chapter measured it."""
+def searched(seed: dict) -> set:
+    """The rows a seed of the file holds a wider search's training of."""
+    return {row for row in ROWS if "accuracy" in seed.get(row, {})}
+
+
+def summary(seeds: dict, rows: list | None = None) -> dict:
+    """Paired by seed (95% intervals, not adjusted: a description, not a verdict): each row of ``rows`` (default:
+    the rows the first seed holds) searched again against the chapter's training of it; and each term's row against
+    the baseline, with the wider search's accuracy for the rows of ``rows`` (the chapter's for the others), beside
+    the same difference as the chapter measured it. Each comparison pairs the seeds that hold its rows of ``rows``
+    (a seed still missing one would pair the chapter's training with the wider search's), so their counts may
+    differ while rows are being added."""
     if not seeds:
         return {}
-    per = [seeds[key] for key in sorted(seeds, key=int)]
+    ordered = [seeds[key] for key in sorted(seeds, key=int)]
+    wanted = set(rows) if rows is not None else searched(ordered[0])
+
+    def holding(*names):
+        return [s for s in ordered if wanted & set(names) <= searched(s)]
 
     def value(s, row, fresh=True):
-        return (s[row]["accuracy"] if fresh and "accuracy" in s[row] else s[row]["chapter's accuracy"]) / 100
+        return (s[row]["accuracy"] if fresh and row in wanted else s[row]["chapter's accuracy"]) / 100
 
     out = {}
     for row in ROWS:
-        if "accuracy" in per[0][row]:
+        if row in wanted and (per := holding(row)):
             out[f"{row}: searched again against the chapter's"] = evidence.describe(
                 evidence.paired([value(s, row, False) for s in per], [value(s, row) for s in per]))
             out[f"{row}: chosen lengths (epochs)"] = [s[row]["search"]["epochs"] for s in per]
     for row in ROWS:
-        if row != BASELINE:
+        if row != BASELINE and (per := holding(BASELINE, row)):
             now = evidence.paired([value(s, BASELINE) for s in per], [value(s, row) for s in per])
             then = evidence.paired([value(s, BASELINE, False) for s in per], [value(s, row, False) for s in per])
             out[f"{row} against {BASELINE}"] = f"{evidence.describe(now)}; as the chapter measured it: " + \
@@ -144,21 +158,27 @@ def main(argv=None):
     out = {"profile": "dcdl glyphs2", "check": args.check, **check, "rows": rows, "settings changed": args.settings,
            "seeds": {}}
     before = json.loads(target.read_text()) if target.exists() and not args.fresh else {}
-    if all(before.get(key) == value for key, value in out.items() if key != "seeds"):
+    if all(before.get(key) == value for key, value in out.items() if key not in ("seeds", "rows")):
         out["seeds"] = before.get("seeds", {})
+        out["rows"] = [row for row in check["rows"] if row in rows or row in before.get("rows", [])]
     for seed in args.seeds:
-        if str(seed) in out["seeds"]:
+        kept = out["seeds"].get(str(seed), {})
+        todo = [row for row in rows if row not in searched(kept)]
+        if not todo:
             print(f"seed {seed}: kept from {target}")
             continue
         t0 = time.perf_counter()
-        result = one_seed(cfg, seed, check, rows, recorded_seed(Path(args.runs), seed))
-        result.update(seconds=round(time.perf_counter() - t0, 1), commit=report.git_commit(), cpu=cpu(),
-                      threads=args.threads, torch=torch.__version__, date=time.strftime("%Y-%m-%d"))
-        out["seeds"][str(seed)] = result
-        out["summary"] = summary(out["seeds"])
+        result = one_seed(cfg, seed, check, todo, recorded_seed(Path(args.runs), seed))
+        stamp = {"seconds": round(time.perf_counter() - t0, 1), "commit": report.git_commit(), "cpu": cpu(),
+                 "threads": args.threads, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
+        if kept:  # rows added to a seed the file holds: each with its own stamp
+            kept.update({row: {**result[row], "added": stamp} for row in todo})
+        else:
+            out["seeds"][str(seed)] = kept = {**result, **stamp}
+        out["summary"] = summary(out["seeds"], out["rows"])
         target.write_text(json.dumps(out, indent=1) + "\n")
-        print(f"seed {seed}:", json.dumps(result), flush=True)
-    out["summary"] = summary(out["seeds"])
+        print(f"seed {seed} ({stamp['seconds']} s):", json.dumps({row: kept[row] for row in todo}), flush=True)
+    out["summary"] = summary(out["seeds"], out["rows"])
     for key, value in out["summary"].items():
         print(f"{key}: {value}")
     print("->", target)

@@ -70,6 +70,40 @@ def test_a_seed_already_written_is_kept_and_fresh_runs_it_again(edges, tmp_path,
     assert [number for number, _ in ran] == [0, 1]  # seed 0 kept
     written = json.loads((tmp_path / "edges.json").read_text())
     assert written["seeds"]["0"] == first and written["summary"]["L_Trip: chosen lengths (epochs)"] == [5, 5]
-    edges.main(["short-noisy", "--seeds", "0", "--out", out, "--threads", "1", "--rows", "L_Trip"])  # other rows
+    edges.main(["short-noisy", "--seeds", "0", "--out", out, "--threads", "1", "--rows", "L_Trip"])  # it has them
+    assert len(ran) == 2
     edges.main(["short-noisy", "--seeds", "0", "--out", out, "--threads", "1", "--rows", "L_Trip", "--fresh"])
-    assert ran[2:] == [(0, ("L_Trip",)), (0, ("L_Trip",))]
+    assert ran[2:] == [(0, ("L_Trip",))]
+
+
+def test_rows_named_later_are_added_to_the_kept_seeds_and_paired_only_where_present(edges, tmp_path, monkeypatch):
+    ran = []
+
+    def one_seed(cfg, number, check, rows, tables):  # as the script's: only the rows asked for are trained
+        ran.append((number, tuple(rows)))
+        full = seed(35.0 + number, 34.0, 65.0 + number, check["epochs"])
+        return {row: full[row] if row in rows else {"chapter's accuracy": full[row]["chapter's accuracy"]}
+                for row in full}
+
+    monkeypatch.setattr(edges, "one_seed", one_seed)
+    monkeypatch.setattr(edges, "recorded_seed", lambda folder, number: {})
+    out, target = str(tmp_path / "edges.json"), tmp_path / "edges.json"
+    edges.main(["short-noisy", "--seeds", "0", "1", "--out", out, "--threads", "1", "--rows", "L_Trip"])
+    before = json.loads(target.read_text())
+    assert before["rows"] == ["L_Trip"] and "L_Trip + L^L: searched again against the chapter's" not in \
+        before["summary"]
+    edges.main(["short-noisy", "--seeds", "0", "--out", out, "--threads", "1", "--rows", "L_Trip + L^L"])
+    assert ran[2:] == [(0, ("L_Trip + L^L",))]  # L_Trip of seed 0 kept; seed 1 not asked for
+    after = json.loads(target.read_text())
+    assert after["rows"] == ["L_Trip", "L_Trip + L^L"]
+    zero = after["seeds"]["0"]
+    assert zero["L_Trip"] == before["seeds"]["0"]["L_Trip"] and zero["commit"] == before["seeds"]["0"]["commit"]
+    assert zero["L_Trip + L^L"]["accuracy"] == 34.0 and zero["L_Trip + L^L"]["added"]["commit"]
+    # L_Trip holds two seeds; L^L only seed 0, and its comparison with L_Trip pairs seed 0 alone (both 34 searched,
+    # both 35 as the chapter measured them)
+    assert after["summary"]["L_Trip: searched again against the chapter's"].endswith("2 seeds)")
+    assert after["summary"]["L_Trip + L^L: chosen lengths (epochs)"] == [5]
+    one = "+0.0 points (95% CI +0.0 to +0.0, 1 seed)"
+    assert after["summary"]["L_Trip + L^L against L_Trip"] == f"{one}; as the chapter measured it: {one}"
+    # a row not named by the file pairs every seed that holds L_Trip: L^W - searched L_Trip = 31 and 32
+    assert "2 seeds" in after["summary"]["L_Trip + L^W against L_Trip"]
