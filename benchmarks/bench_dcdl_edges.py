@@ -161,6 +161,7 @@ def main(argv=None):
     if all(before.get(key) == value for key, value in out.items() if key not in ("seeds", "rows")):
         out["seeds"] = before.get("seeds", {})
         out["rows"] = [row for row in check["rows"] if row in rows or row in before.get("rows", [])]
+    commit = report.git_commit()  # the tree it ran from: read once, before it writes its own (tracked) results
     for seed in args.seeds:
         kept = out["seeds"].get(str(seed), {})
         todo = [row for row in rows if row not in searched(kept)]
@@ -169,7 +170,7 @@ def main(argv=None):
             continue
         t0 = time.perf_counter()
         result = one_seed(cfg, seed, check, todo, recorded_seed(Path(args.runs), seed))
-        stamp = {"seconds": round(time.perf_counter() - t0, 1), "commit": report.git_commit(), "cpu": cpu(),
+        stamp = {"seconds": round(time.perf_counter() - t0, 1), "commit": commit, "cpu": cpu(),
                  "threads": args.threads, "torch": torch.__version__, "date": time.strftime("%Y-%m-%d")}
         if kept:  # rows added to a seed the file holds: each with its own stamp
             kept.update({row: {**result[row], "added": stamp} for row in todo})

@@ -107,3 +107,14 @@ def test_rows_named_later_are_added_to_the_kept_seeds_and_paired_only_where_pres
     assert after["summary"]["L_Trip + L^L against L_Trip"] == f"{one}; as the chapter measured it: {one}"
     # a row not named by the file pairs every seed that holds L_Trip: L^W - searched L_Trip = 31 and 32
     assert "2 seeds" in after["summary"]["L_Trip + L^W against L_Trip"]
+
+
+def test_each_seed_records_the_commit_the_check_started_from(edges, tmp_path, monkeypatch):
+    # the results file is tracked: once the first seed is written the tree reads dirty, yet nothing else changed
+    states = iter(["abc", "abc-dirty", "abc-dirty"])
+    monkeypatch.setattr(edges.report, "git_commit", lambda: next(states))
+    monkeypatch.setattr(edges, "one_seed", lambda cfg, number, check, rows, tables: seed(35.0, 34.0, 65.0, 5))
+    monkeypatch.setattr(edges, "recorded_seed", lambda folder, number: {})
+    edges.main(["short-noisy", "--seeds", "0", "1", "--out", str(tmp_path / "e.json"), "--threads", "1"])
+    written = json.loads((tmp_path / "e.json").read_text())["seeds"]
+    assert [written[key]["commit"] for key in ("0", "1")] == ["abc", "abc"]
