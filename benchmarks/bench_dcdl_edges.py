@@ -21,8 +21,8 @@ A check made after the claims' runs, to say how far their words depend on the gr
 Writes results/dcdl_edges_<check>_cpu.json (``--out``) seed by seed, each with the commit it ran from; a seed the
 file already holds under the same settings is kept and not run again (``--fresh`` starts over), so that a stopped
 run resumes and later seeds add to the earlier ones. ``--rows`` naming a row a kept seed lacks trains only that row
-and adds it to the seed, with its own commit and time (``added``); the summary pairs only the seeds that hold every
-row the file names.
+and adds it to the seed, with its own commit and time (``added``); each comparison of the summary pairs only the
+seeds that hold its rows.
 """
 
 import argparse
