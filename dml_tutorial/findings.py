@@ -37,7 +37,7 @@ WHY = {
         ("Once classes are compact, the term's cost depends only on the sum of the class centres: two antipodal "
          "blobs score as well as classes kept apart (*One class against the rest*), so it cannot keep look-alike "
          "classes apart."),
-("$L^W$ as GeomLoss's defaults compute it (annealed, unconverged: our reading of what the paper ran) is the "
+        ("$L^W$ as GeomLoss's defaults compute it (annealed, unconverged: our reading of what the paper ran) is the "
          "one clean gain these seeds detect, between rows at their best within 30 epochs, where the baseline still "
          "climbs. Searched up to 60 epochs, the baseline closes part of the gap; whether the lead survives both rows "
          "training longer is not yet settled (the edge checks)."),
