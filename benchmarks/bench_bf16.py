@@ -34,7 +34,7 @@ RESULTS = Path(__file__).parent / "results"
 
 def zero_shot(seed: int, cfg: dict):
     """One training of the zero-shot protocol on ``seed``'s class split: (unseen R@1, seconds of training)."""
-    cfg = {**profiles.settings("bench", "glyphs2"), **cfg}
+    cfg = profiles.settings("bench", "glyphs2").apply(cfg)
     splits = data.load_dataset("glyphs", split="classes", seed=seed, **cfg["dataset_options"])
     loss = partial(losses.triplet_loss, margin=0.2, negatives="semihard-random")
     run = experiment.train_and_retrieve(splits, loss, cfg, p=cfg["p"], k=cfg["k"], seed=seed, device="cpu")
@@ -43,7 +43,7 @@ def zero_shot(seed: int, cfg: dict):
 
 def dcdl_probe(seed: int, cfg: dict):
     """One training of DCDL's closed-set protocol: (probe accuracy on the unseen faces, seconds of training)."""
-    cfg = {**profiles.settings("dcdl", "glyphs2"), **cfg}
+    cfg = profiles.settings("dcdl", "glyphs2").apply(cfg)
     splits = data.load_dataset("glyphs", split="samples", seed=seed, **cfg["dataset_options"])
     run = experiment.train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), cfg, k=dcdl.SAMPLES_PER_CLASS["trip"],
                                      seed=seed, device="cpu")

@@ -20,7 +20,7 @@ RESULTS = Path(__file__).parent / "results"
 
 
 def estimate(chapter: str, h100: dict, **changes) -> dict:
-    cfg = {**profiles.settings(chapter, "colab"), **changes}
+    cfg = profiles.settings(chapter, "colab", changes)
     n = plan.TRAIN_IMAGES[cfg["dataset"]]
     trainings = plan.COUNTS[chapter](cfg, n)
     key = "bf16_channels_last_images_per_s" if cfg.get("amp") else "fp32_images_per_s"

@@ -72,7 +72,7 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
     splits = data.load_dataset(cfg["dataset"], split="samples", seed=seed, progress=False,
                                **cfg.get("dataset_options", {}))
     pairs, column = noise.PAIRS.get(cfg["dataset"]), noise.describe(check["noise"])
-    wider = {**cfg, "epochs": check["epochs"], "probe_every": check["probe_every"]}
+    wider = cfg.replace(epochs=check["epochs"], probe_every=check["probe_every"])
     out = {row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)} for row in [*ROWS, "raw input"]}
     for row in rows:
         local, term = ROWS[row]
@@ -86,7 +86,7 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
         chosen, search = dcdl.choose_trainings(fits, start, rungs)
         pick = chosen[key]
         run = experiment.train_and_probe(splits, dcdl.dcdl_loss(local, term),
-                                         {**cfg, "lr": pick["lr"], "epochs": pick["epochs"]},
+                                         cfg.replace(lr=pick["lr"], epochs=pick["epochs"]),
                                          k=dcdl.SAMPLES_PER_CLASS[local], noise=check["noise"], pairs=pairs,
                                          seed=seed)
         curve = f"{row} ({column}), lr {pick['lr']:g}"
@@ -153,7 +153,7 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     check = CHECKS[args.check]
     rows = [row for row in check["rows"] if row in (args.rows or check["rows"])]
-    cfg = {**profiles.settings("dcdl", "glyphs2"), **(args.settings or {})}
+    cfg = profiles.settings("dcdl", "glyphs2", args.settings)
     target = Path(args.out or RESULTS / f"dcdl_edges_{args.check}_cpu.json")
     out = {"profile": "dcdl glyphs2", "check": args.check, **check, "rows": rows, "settings changed": args.settings,
            "seeds": {}}

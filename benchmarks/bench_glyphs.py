@@ -44,14 +44,14 @@ def main(argv=None):
     splits = data.load_dataset("glyphs", n_classes=2000, seen_fraction=0.5)
     print(splits)
     loss = partial(losses.triplet_loss, margin=0.2, negatives="semihard-random")
-    base = {**profiles.settings("noise_guarantees", "smoke"), "dataset": "glyphs", "seen": None, "dim": 64,
-            "epochs": 1, "batches_per_epoch": args.steps, "p": 32, "k": 4, "threads": args.threads,
-            "cluster_classes": 100}
+    base = profiles.settings("noise_guarantees", "smoke").replace(
+        dataset="glyphs", seen=None, dim=64, epochs=1, batches_per_epoch=args.steps, p=32, k=4, threads=args.threads,
+        cluster_classes=100)
     out = {"host": platform.node(), "cpu": platform.processor() or platform.machine(), "threads": args.threads,
            "steps": args.steps, "batch": 128, "candidates": {}}
     for name, changes in CANDIDATES.items():
-        cfg = {**base, **changes}
-        probe_cfg = {**cfg, "batches_per_epoch": 50}
+        cfg = base.apply(changes)
+        probe_cfg = cfg.replace(batches_per_epoch=50)
         train.TRAININGS.clear()
         experiment.train_and_retrieve(splits, loss, {**probe_cfg, "batches_per_epoch": 5}, p=32, k=4, device="cpu")
         start = time.perf_counter()

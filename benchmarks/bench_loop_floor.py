@@ -98,7 +98,7 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--out", default=str(RESULTS / "loop_floor_cpu.json"))
     args = parser.parse_args(argv)
-    cfg = {**profiles.settings("bench", "glyphs2"), "threads": args.threads, "start": None}
+    cfg = profiles.settings("bench", "glyphs2").replace(threads=args.threads, start=None)
     torch.set_num_threads(args.threads)
     splits = data.load_dataset("glyphs", split="classes", seed=0, **cfg["dataset_options"])
     length = cfg["epochs"] * cfg["batches_per_epoch"]  # one training of the profile

@@ -42,9 +42,9 @@ def main(argv=None):
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     splits = data.load_dataset("glyphs", unseen_faces=pretrain.STARTS["glyphs2"]["unseen_faces"])
-    cfg = {**profiles.settings("eps", "smoke"), "dataset": "glyphs", "model": "glyphnet", "dim": 64, "p": 12, "k": 5,
-           "lr": args.lr, "epochs": args.steps // args.every, "batches_per_epoch": args.every, "threads": args.threads,
-           "cluster_classes": 100, "start": None}
+    cfg = profiles.settings("eps", "smoke").replace(
+        dataset="glyphs", model="glyphnet", dim=64, p=12, k=5, lr=args.lr, epochs=args.steps // args.every,
+        batches_per_epoch=args.every, threads=args.threads, cluster_classes=100, start=None)
     out = {"split": repr(splits), "steps": args.steps, "lr": args.lr, "threads": args.threads,
            "machine": platform.platform(), "processor": platform.processor(), "torch": torch.__version__,
            "date": time.strftime("%Y-%m-%d"), "rows": {}}
@@ -63,7 +63,7 @@ def main(argv=None):
         name = f"glyphs2-{steps}"
         record = pretrain.build_start("glyphs2", save_as=name, steps=steps, progress=False)
         out["rows"][f"start {steps} steps: record"] = record
-        started = {**cfg, "start": name}
+        started = cfg.replace(start=name)
         row(f"start ({steps} steps), not fine-tuned", experiment.reference_run(splits, started, experiment.STARTED,
                                                                                 device="cpu"))
         row(f"triplet from the start ({steps} steps)",

@@ -29,6 +29,7 @@ import pandas as pd
 from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, train
 from .data import Splits
 from .objective import TERMS, objective
+from .settings import BenchSettings, CBSwRSettings, Settings
 
 #: Candidates per method: every method but a control (:class:`Method`) gets exactly this many trainings at each
 #: of the search's first rates.
@@ -126,28 +127,26 @@ def make_loss(name: str, value=None):
     return objective(m.local, terms=terms, name=name, **options)
 
 
-def settings(name: str, cfg: dict, value=None, lr: float | None = None, epochs: int | None = None) -> dict:
-    """``cfg`` as method ``name`` trains with it at ``value``: the learning rate for the ``lr`` knob; for the
-    unsupervised methods their own epochs, batch size and learning rate (``unsup_*``) and the knob. ``lr``, where
-    given, replaces the learning rate either way (a search over each method's own rate, :func:`rates`); so does
-    ``epochs`` the number of epochs (a length :func:`choose_lengths` chose)."""
+def settings(name: str, cfg: BenchSettings, value=None, lr: float | None = None, epochs: int | None = None):
+    """The settings method ``name`` trains with at ``value``: the bench's (``cfg``), with the learning rate at
+    ``value`` for the ``lr`` knob; for an unsupervised method a :class:`~dml_tutorial.settings.CBSwRSettings` with
+    the bench's shared settings, its own epochs, batch size and learning rate (``unsup_*``), and the knob (the
+    number of clusters ``k`` there, not the P x K batch's). ``lr``, where given, replaces the learning rate either
+    way (a search over each method's own rate, :func:`rates`); so does ``epochs`` the number of epochs (a length
+    :func:`choose_lengths` chose)."""
     m = method(name)
     value = m.values[0] if value is None else value
-    out = dict(cfg)
-    if m.knob == "lr":
-        out["lr"] = value
-    if not m.supervised:
-        out.update(epochs=cfg["unsup_epochs"], lr=cfg["unsup_lr"], batch_size=cfg["unsup_batch_size"])
-        out[m.knob] = value
-    if lr is not None:
-        if m.knob == "lr":
-            raise ValueError(f"{name}'s knob is its learning rate: search it through its values, not lr")
-        out["lr"] = lr
-    if epochs is not None:
-        if int(epochs) != epochs or epochs < 1:
-            raise ValueError(f"epochs must be a positive whole number, got {epochs}")
-        out["epochs"] = int(epochs)
-    return out
+    if lr is not None and m.knob == "lr":
+        raise ValueError(f"{name}'s knob is its learning rate: search it through its values, not lr")
+    if epochs is not None and (int(epochs) != epochs or epochs < 1):
+        raise ValueError(f"epochs must be a positive whole number, got {epochs}")
+    if m.supervised:
+        out = cfg.replace(lr=value) if m.knob == "lr" else cfg
+    else:
+        shared = {k: v for k, v in cfg.to_dict().items() if k in Settings.known() and k not in ("p", "k")}
+        out = CBSwRSettings(**{**shared, "epochs": cfg.unsup_epochs, "lr": cfg.unsup_lr,
+                               "batch_size": cfg.unsup_batch_size, "max_shift": cfg.max_shift, m.knob: value})
+    return out.replace(**({"lr": lr} if lr is not None else {}), **({"epochs": int(epochs)} if epochs else {}))
 
 
 def length_trial(name: str, cfg: dict) -> tuple[int, int]:
@@ -274,7 +273,7 @@ def run(splits, name: str, cfg: dict, *, value=None, lr: float | None = None, se
     m, cfg_m = method(name), settings(name, cfg, value, lr, epochs)
     evaluate = None
     if every is not None:
-        cfg_m["eval_every"] = every
+        cfg_m = cfg_m.replace(eval_every=every)
         evaluate = _checkpoint(splits.test, seed, measures[0], cfg)
     if m.supervised:
         classes = len(np.unique(splits.train.labels))

@@ -113,13 +113,13 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     classes = cfg.get("p") or (20 if cfg["dataset"] == "cifar100" else 10)  # every class, or p of them
     shape, s = _shape(cfg), cfg["n_seeds"]
     local = cfg["locals"][0]
-    batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in cfg["locals"] + [None]}  # every class
+    batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in [*cfg["locals"], None]}  # every class
 
     def runs(section, n, local, term, lam=None):  # n trainings of one objective, timed with its own terms
         return Trainings(f"{section} ({dcdl.label(local, term)})", n, _steps(cfg, n_train, batches[local]),
                          batches[local], cfg["model"], shape, (local, term, lam), classes)
 
-    out = [runs("Tables 1/4", len(kept) * s, name, term) for name in cfg["locals"] for term in [None] + cfg["terms"]]
+    out = [runs("Tables 1/4", len(kept) * s, name, term) for name in cfg["locals"] for term in [None, *cfg["terms"]]]
     out += [runs("Table 2", len(alone) * s, None, term) for term in ("L", "G", "L-median", "W")]
     out.append(runs("Table 2, untrained", len(alone) * s, None, "W", 0.0))
     swept = [term for term in cfg["terms"] if term in dcdl.SWEPT_TERMS]
@@ -128,7 +128,7 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     if cfg.get("lr_candidates"):  # each row's rate and length on the held-out face, first seed: the walk's sure steps
         per_row = ladder.planned(cfg["lr_candidates"], cfg.get("lr_ladder")) * len(kept)
         out += [runs("rate and length", per_row, name, term)
-                for name in cfg["locals"] for term in [None] + cfg["terms"]]
+                for name in cfg["locals"] for term in [None, *cfg["terms"]]]
     return out
 
 
@@ -336,7 +336,7 @@ def downloads(cfg: dict, root=data.DATA_ROOT) -> list[tuple[str, int | None, boo
     """What the chapter fetches when it is missing: ``[(what, bytes or None, already here)]`` for its datasets (EPS
     also its even/odd one) and its backbone's ImageNet weights."""
     out = []
-    for name in dict.fromkeys([cfg["dataset"], cfg.get("even_odd_dataset", cfg["dataset"])]):
+    for name in cfg.datasets():
         if name in SOURCES:
             source = SOURCES[name]
             out.append((f"{name} ({source.url.split('/')[2]})", source.size, (Path(root) / source.folder).exists()))

@@ -44,6 +44,15 @@ def _jsonable(table: dict | None) -> dict:
     return {str(row): {str(col): plain(v) for col, v in cols.items()} for row, cols in (table or {}).items()}
 
 
+def _plain(value):
+    """``value`` as JSON data: numpy numbers as Python's, tuples as lists."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value.item() if isinstance(value, np.generic) else value
+
+
 def device_name(device) -> str:
     """``"cuda: NVIDIA H100 80GB HBM3"`` or ``"cpu: x86_64, 2 threads"``: the hardware a number came from."""
     import torch
@@ -54,21 +63,23 @@ def device_name(device) -> str:
     return f"{dev.type}: {platform.machine()}, {torch.get_num_threads()} threads"
 
 
-def record(table: str, measured: dict, paper: dict | None = None, *, cfg: dict, seeds, device, digits: int = 1):
+def record(table: str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,
+           choices: dict | None = None):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
     :func:`dml_tutorial.plots.results_table` (returned styled, :func:`dml_tutorial.plots.styled`; the table is
     its ``.data``); under ``dml-tutorial run``, record them for the report; under nbval
     (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
     (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
-    An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
+    ``cfg``: the chapter's settings (:class:`dml_tutorial.settings.Settings`), recorded as they are; ``choices``:
+    what the run chose for itself (a searched rate, a cluster head: ``{"head": "released"}``), recorded beside
+    them, never in them. An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
     if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
-        print(f"{table}: not part of the {cfg.get('profile', 'current')} profile")
+        print(f"{table}: not part of the {cfg['profile']} profile")
         return None
-    # every setting a run file can hold, the per-loss dicts included (e.g. N-pair's scale in ``local_options``):
-    # a run file must name each setting that made its numbers
-    settings = {k: v for k, v in cfg.items() if isinstance(v, (str, int, float, bool, list, dict, type(None)))}
+    settings = cfg.to_dict()  # every setting that made the numbers, the per-loss dicts included
     entry = {"table": table, "seeds": [int(s) for s in seeds], "device": device_name(device),
-             "settings": settings, "measured": _jsonable(measured), "paper": _jsonable(paper)}
+             "settings": settings, **({"choices": _plain(choices)} if choices else {}),
+             "measured": _jsonable(measured), "paper": _jsonable(paper)}
     SESSION.append(entry)  # what the chapter's conclusions assess (records.session_run)
     path = os.environ.get(ENV)
     if path:
@@ -113,14 +124,17 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
              figures: list[str] | None = None, commit: str | None = None) -> dict:
     """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
     (device, package version, the ``commit`` it started from, default the current one; date), every table the
-    notebook recorded into ``recorded`` and the files of the figures it recorded (``figures``, relative to the run
-    file's folder)."""
+    notebook recorded into ``recorded``, what the run chose for itself (``choices``: a searched rate, a cluster head;
+    beside the ``settings``, never in them) and the files of the figures it recorded (``figures``, relative to the
+    run file's folder)."""
     tables = [json.loads(line) for line in Path(recorded).read_text().splitlines() if line.strip()] \
         if Path(recorded).exists() else []
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
             "device": first["device"], **start_of(first["settings"]),
+            **({"choices": choices} if (choices := {k: v for t in tables for k, v in t.get("choices", {}).items()})
+               else {}),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],

@@ -407,11 +407,11 @@ def test_versus_pairs_each_method_with_the_baseline_by_seed():
 
 
 def test_a_method_can_search_its_own_learning_rate():
-    cfg = {**profiles.settings("bench", "smoke"), "method_lrs": [3e-4, 1e-3]}
+    cfg = profiles.settings("bench", "smoke", {"method_lrs": [3e-4, 1e-3]})
     supervised = next(n for n in bench.METHODS if bench.method(n).supervised and bench.method(n).knob != "lr")
     unsupervised = next(n for n in bench.METHODS if not bench.method(n).supervised)
     assert bench.rates(supervised, cfg) == [3e-4, 1e-3]
-    assert bench.rates(supervised, {**cfg, "method_lrs": None}) == [None]  # the profile's own rate
+    assert bench.rates(supervised, cfg.replace(method_lrs=None)) == [None]  # the profile's own rate
     assert bench.settings(supervised, cfg, lr=3e-4)["lr"] == 3e-4
     assert bench.settings(supervised, cfg)["lr"] == cfg["lr"]
     unsup = bench.settings(unsupervised, cfg, lr=3e-4)
@@ -422,7 +422,7 @@ def test_a_method_can_search_its_own_learning_rate():
 def test_a_method_whose_knob_is_its_rate_searches_it_through_its_values(monkeypatch):
     by_rate = bench.Method("Triplet, by rate", "lr", (1e-3, 1e-4, 3e-4), "triplet", (("negatives", "semihard-random"),))
     monkeypatch.setitem(bench.METHODS, by_rate.name, by_rate)
-    cfg = {**profiles.settings("bench", "smoke"), "method_lrs": [3e-4, 1e-3]}
+    cfg = profiles.settings("bench", "smoke", {"method_lrs": [3e-4, 1e-3]})
     assert bench.rates(by_rate.name, cfg) == [None]  # no second search over the same rate
     assert bench.settings(by_rate.name, cfg, 1e-4)["lr"] == 1e-4
     with pytest.raises(ValueError, match="its learning rate"):
@@ -593,10 +593,10 @@ def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
 def test_a_length_trial_is_the_profiles_factor_times_each_methods_own_epochs():
     cfg = profiles.settings("bench", "glyphs2")  # 10 epochs labelled, 4 unsupervised; 3 times, 6 checkpoints
     assert bench.length_trial("MS", cfg) == (30, 5) and bench.length_trial("CBSwR", cfg) == (12, 2)
-    assert bench.length_trial("MS", {**cfg, "length_checkpoints": 100}) == (30, 1)  # at least every epoch
+    assert bench.length_trial("MS", cfg.replace(length_checkpoints=100)) == (30, 1)  # at least every epoch
     for off in ({"length_factor": None}, {"length_checkpoints": 0}):
         with pytest.raises(ValueError, match="chooses no length"):
-            bench.length_trial("MS", {**cfg, **off})
+            bench.length_trial("MS", cfg.replace(**off))
     assert bench.settings("MS", cfg, epochs=7)["epochs"] == 7 and bench.settings("SME", cfg, epochs=7)["epochs"] == 7
     for bad in (0, 2.5):
         with pytest.raises(ValueError, match="epochs must be a positive whole number"):

@@ -272,7 +272,7 @@ def test_chapter_protocol_and_reconstruction_on_a_small_split():
     from dml_tutorial import profiles
 
     splits = data.load_dataset("mnist1d", split="classes", seen=range(6), num_samples=600)
-    cfg = {**profiles.settings("cbswr", "smoke"), "epochs": 1}
+    cfg = profiles.settings("cbswr", "smoke", epochs=1)
     run = clustering.train_and_retrieve(splits, "CBSwR", cfg, seed=0, device="cpu", keep_objective=True)
     assert set(run.metrics) == {"R@1", "R@2", "R@4", "R@8", "NMI", "seconds"}
     assert run.test_embeddings.shape == (len(splits.test), cfg["dim"])

@@ -7,6 +7,7 @@ import torch
 from scipy import stats
 
 from dml_tutorial import data, dcdl, ecaml, experiment, metrics, models, objective, profiles, train
+from dml_tutorial.settings import Settings
 
 CFG = {"model": "mlp", "dim": 8, "dropout": 0.1, "epochs": 2, "lr": 1e-3, "lr_step": 1, "threads": 1}
 
@@ -119,8 +120,8 @@ def test_progress_prints_a_line_per_run_and_passes_progress_to_runs_that_take_it
     assert shown.out == "" and "one bar: 100%" in shown.err and seen == [True, True, False]
     experiment.grid({"d": {"value": 4.0}}, [0], run, "smoke", progress=None)  # smoke: nothing at all
     assert capsys.readouterr() == ("", "") and seen == [True, True, False, False]
-    assert [profiles.shows_progress({"profile": p}) for p in ("full", "colab", "glyphs2", "fashion", "smoke")] == [
-        True, True, False, False, None]
+    assert [profiles.shows_progress(Settings(profile=p, dataset="digits", model="mlp", epochs=1))
+            for p in ("full", "colab", "glyphs2", "fashion", "smoke")] == [True, True, False, False, None]
 
 
 class _StopAfter:

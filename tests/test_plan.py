@@ -40,7 +40,7 @@ def test_fit_records_each_training_with_its_steps():
 
 def test_unsupervised_training_is_recorded_too():
     s = data.load_dataset("mnist1d", split="classes", seen=range(6))
-    cfg = {**profiles.settings("cbswr", "smoke"), "epochs": 1, "batch_size": 128, "threads": 1}
+    cfg = profiles.settings("cbswr", "smoke").replace(epochs=1, batch_size=128, threads=1)
     before = len(train.TRAININGS)
     clustering.train_and_retrieve(s, "SME", cfg)
     (record,) = train.TRAININGS[before:]
@@ -153,7 +153,7 @@ def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
     unsupervised objective, on the profile's own network (the glyph MLP's hidden width)."""
     probed = []
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
-    cfg = {**profiles.settings("cbswr", "smoke"), "hidden": 48, "model": "mlp"}
+    cfg = profiles.settings("cbswr", "smoke").replace(hidden=48, model="mlp")
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
     heads = len(cfg["heads"]) + 2  # and the released pull, and SME with self-similarity (ours before)
     assert p.runs == cfg["n_seeds"] * (len(cfg["methods"]) + heads + len(cfg["ks"]))
@@ -253,7 +253,7 @@ def test_cbswr_plan_counts_the_head_search_and_leaves_out_the_chosen_heads_row(m
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
     others = len(cfg["heads"]) - 1 + 2  # and the released pull, and SME without self-similarity
     assert p.runs == len(cfg["head_candidates"]) + 2 * (len(cfg["methods"]) + others + len(cfg["ks"]))
-    smoke = {**profiles.settings("cbswr", "smoke"), "head": "released"}  # a head fixed in advance
+    smoke = profiles.settings("cbswr", "smoke").replace(head="released")  # a head fixed in advance
     assert plan.make("cbswr", smoke, "cpu", n_train=1_000).runs == smoke["n_seeds"] * (
         len(smoke["methods"]) + len(smoke["heads"]) - 1 + 2 + len(smoke["ks"]))
 
@@ -273,7 +273,7 @@ def test_reading_counts_decoding_once_or_every_pass_and_every_evaluation(monkeyp
     assert r.jpeg_per_second == plan.JPEG_PER_SECOND * 2  # the profile's two loader workers, on any 2+ CPUs
     assert r.seconds(60.0) == pytest.approx((n_train + n_test) / r.jpeg_per_second + evaluated * 1e-3)
     trained = sum(t.images for t in trainings)
-    jpeg = plan.reading({**cfg, "decode_once": False}, trainings, n_train, 1e-3, root="/nonexistent")
+    jpeg = plan.reading(cfg.replace(decode_once=False), trainings, n_train, 1e-3, root="/nonexistent")
     assert (jpeg.decoded, jpeg.jpeg) == (0, trained + evaluated)
     decoding = jpeg.jpeg / jpeg.jpeg_per_second  # the workers decode while the device trains: the longer counts
     assert jpeg.seconds(60.0) == pytest.approx(max(60.0 + evaluated * 1e-3, decoding) - 60.0)
@@ -303,11 +303,11 @@ def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
     monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
     cfg = profiles.settings("dcdl", "glyphs2")
     searched = plan.make("dcdl", cfg, "cpu", n_train=4_800)
-    plain = plan.make("dcdl", {**cfg, "lr_candidates": None}, "cpu", n_train=4_800)
+    plain = plan.make("dcdl", cfg.replace(lr_candidates=None), "cpu", n_train=4_800)
     rows = (1 + len(cfg["terms"])) * len(cfg["noise"])  # symmetric noise only: every setting runs on the glyphs
     starts = len(cfg["lr_candidates"])  # three neighbouring rungs: no step is sure beyond them
     assert searched.runs - plain.runs == rows * starts == 24
     search = [t for t in searched.trainings if t.section.startswith("rate and length")]
     assert {t.section for t in search} == {f"rate and length ({dcdl.label('trip', term)})"
-                                            for term in [None] + cfg["terms"]}
-    assert {t.loss for t in search} == {("trip", term, None) for term in [None] + cfg["terms"]}
+                                            for term in [None, *cfg["terms"]]}
+    assert {t.loss for t in search} == {("trip", term, None) for term in [None, *cfg["terms"]]}

@@ -10,6 +10,7 @@ from scipy import stats
 
 from dml_tutorial import plots, reference, report
 from dml_tutorial.chapters import chapters, results_path
+from dml_tutorial.settings import Settings
 
 
 def test_identical_runs_agree_and_single_values_get_the_floor():
@@ -89,7 +90,7 @@ def test_check_raises_with_a_message_naming_what_moved(record_file):
 
 
 def test_record_checks_only_when_asked(record_file, monkeypatch):
-    cfg = {"profile": "smoke", "chapter": "toy"}
+    cfg = Settings(chapter="toy", profile="smoke", dataset="digits", model="mlp", epochs=1)
     with pytest.raises(reference.ResultsDrifted):
         report.record("T", {"r": {"R@1": [0.1, 0.1, 0.1]}}, cfg=cfg, seeds=[0, 1, 2], device="cpu")
     monkeypatch.delenv(reference.ENV)

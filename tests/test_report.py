@@ -14,8 +14,9 @@ from helpers import ROOT
 from dml_tutorial import claims, evidence, plots, report
 from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS
+from dml_tutorial.settings import ECAMLSettings, Settings
 
-CFG = {"profile": "full", "dataset": "cifar10", "model": "vgg9", "epochs": 100, "seen": [0, 1]}
+CFG = Settings(profile="full", dataset="cifar10", model="vgg9", epochs=100, seen=(0, 1))
 
 
 def _run(seeds, values, date, epochs=100, chapter="dcdl", device="cuda: NVIDIA H100", command=None):
@@ -52,7 +53,8 @@ def test_record_keeps_the_per_loss_settings(monkeypatch, tmp_path):
     """A loss's own settings (a dict, e.g. N-pair's scale) made the numbers: the run file must name them."""
     path = tmp_path / "tables.jsonl"
     monkeypatch.setenv(report.ENV, str(path))
-    cfg = {**CFG, "local_options": {"npair": {"scale": 10.0}}, "dataset_options": {"n_classes": 300}}
+    cfg = ECAMLSettings(**{**CFG.to_dict(), "local_options": {"npair": {"scale": 10.0}},
+                           "dataset_options": {"n_classes": 300}})
     report.record("T", {"r": {"R@1": [0.5]}}, cfg=cfg, seeds=[0], device="cpu")
     settings = json.loads(path.read_text())["settings"]
     assert settings["local_options"] == {"npair": {"scale": 10.0}} and settings["dataset_options"] == {"n_classes": 300}
@@ -68,7 +70,7 @@ def test_a_table_the_profile_leaves_out_is_announced_and_not_recorded(monkeypatc
 
 def test_run_file_describes_the_run(tmp_path):
     recorded = tmp_path / "tables.jsonl"
-    recorded.write_text(json.dumps({"table": "T", "seeds": [1], "device": "cpu: x", "settings": CFG,
+    recorded.write_text(json.dumps({"table": "T", "seeds": [1], "device": "cpu: x", "settings": CFG.to_dict(),
                                     "measured": {"r": {"m": [0.5]}}, "paper": {}}) + "\n")
     run = report.run_file("dcdl", {"SEED": 1}, recorded, "dml-tutorial run dcdl -p SEED 1", 12.34)
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True).stdout.strip()
@@ -79,7 +81,7 @@ def test_run_file_describes_the_run(tmp_path):
     empty = report.run_file("dcdl", {}, tmp_path / "missing.jsonl", "cmd", 1.0)
     assert empty["tables"] == [] and empty["profile"] is None
     with recorded.open("a") as f:  # a later table with more seeds (a search on one seed, then the bench on three)
-        f.write(json.dumps({"table": "U", "seeds": [0, 1, 2], "device": "cpu: x", "settings": CFG,
+        f.write(json.dumps({"table": "U", "seeds": [0, 1, 2], "device": "cpu: x", "settings": CFG.to_dict(),
                             "measured": {"r": {"m": [0.1, 0.2, 0.3]}}, "paper": {}}) + "\n")
     both = report.run_file("dcdl", {}, recorded, "cmd", 1.0)
     assert both["seeds"] == [0, 1, 2] and [t["seeds"] for t in both["tables"]] == [[1], [0, 1, 2]]

@@ -1,0 +1,136 @@
+"""Typed, frozen settings (dml_tutorial/settings.py) and the profiles written as differences from named bases."""
+
+import dataclasses
+import json
+
+import pytest
+from helpers import ROOT
+
+from dml_tutorial import profiles, report
+from dml_tutorial.settings import TYPES, CBSwRSettings, DCDLSettings, Frozen, Settings, conforms
+
+
+def script(relative: str):
+    """A script of the repository (not a package module) as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(relative.replace("/", "_")[:-3], ROOT / relative)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_undeclared_setting_is_an_error_that_names_the_known_ones():
+    with pytest.raises(ValueError, match=r"unknown setting\(s\) \['taus'\] for chapter 'cbswr'.*known: .*batch_size"):
+        profiles.settings("cbswr", "smoke", {"taus": 0.05})
+    with pytest.raises(ValueError, match=r"known: .*epochs"):
+        profiles.settings("dcdl", "smoke").replace(epoch=3)
+    # the keys the code reads are declared: CBSwR's temperature and head were refused before 0.22.0
+    assert profiles.settings("cbswr", "smoke", {"tau": 0.05, "head": "cosine"}).tau == 0.05
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"epochs": "3"}, "'epochs' of CBSwRSettings must be int, got '3'"),
+    ({"epochs": 2.5}, "must be int"),
+    ({"amp": 1}, "'amp' of CBSwRSettings must be bool"),
+    ({"lr": True}, "'lr' of CBSwRSettings must be float"),
+    ({"ks": [16, "64"]}, "'ks'"),
+    ({"dataset_options": [1]}, "'dataset_options'"),
+])
+def test_a_value_of_the_wrong_type_is_refused_with_its_type(changes, message):
+    with pytest.raises(ValueError, match=message):
+        profiles.settings("cbswr", "smoke", changes)
+
+
+def test_settings_are_frozen_to_the_last_nested_value():
+    cfg = profiles.settings("dcdl", "glyphs2")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.epochs = 3
+    with pytest.raises(TypeError, match="frozen"):
+        cfg.dataset_options["n_classes"] = 10
+    with pytest.raises(TypeError):
+        cfg["epochs"] = 3  # no item assignment: a run's choice goes beside the settings
+    assert isinstance(cfg.noise, tuple) and isinstance(cfg.dataset_options, Frozen)
+    assert hash(cfg) == hash(profiles.settings("dcdl", "glyphs2")) and cfg == profiles.settings("dcdl", "glyphs2")
+    assert cfg.replace(epochs=3) != cfg and cfg.epochs == 30  # replace makes a copy
+
+
+def test_json_settings_become_the_declared_tuples_and_go_back_to_lists():
+    cfg = profiles.settings("dcdl", "smoke", {"noise": [None, ["symmetric", 0.3]], "lambdas": [0.1, 1]})
+    assert cfg.noise == (None, ("symmetric", 0.3)) and cfg.lambdas == (0.1, 1)
+    data = cfg.to_dict()
+    assert data["noise"] == [None, ["symmetric", 0.3]] and json.loads(json.dumps(data)) == data
+    assert DCDLSettings(**data) == cfg  # a run file's settings rebuild the object
+    with pytest.raises(ValueError, match="'noise'"):
+        cfg.replace(noise=(("symmetric", "0.3"),))
+
+
+def test_dict_style_reading_knows_only_declared_settings():
+    cfg = profiles.settings("cbswr", "smoke")
+    assert cfg["epochs"] == cfg.get("epochs") == cfg.epochs and "tau" in cfg and "lambdas" not in cfg
+    with pytest.raises(KeyError, match="no setting 'lambdas' in CBSwRSettings; known: .*tau"):
+        cfg.get("lambdas", 0.1)  # never the silent default a dict gave
+    assert {**cfg}["k"] == 32 and dict(cfg.items()) == {**cfg}
+
+
+def test_conforms_reads_the_declared_types():
+    assert conforms(None, int | None) and conforms(3, float) and not conforms(True, int) and not conforms(3.0, int)
+    assert conforms(((None, ("symmetric", 0.3))), tuple[tuple[str, float] | None, ...])
+    assert not conforms(("symmetric", 0.3, 1), tuple[str, float])
+
+
+@pytest.mark.parametrize("chapter", sorted(profiles.CHAPTERS))
+def test_every_profile_of_a_chapter_is_of_the_chapters_type(chapter):
+    for name, cfg in profiles.CHAPTERS[chapter].items():
+        assert type(cfg) is TYPES[chapter] and (cfg.chapter, cfg.profile) == (chapter, name)
+    with pytest.raises(ValueError, match="not a setting to change"):
+        profiles.settings(chapter, "smoke", {"profile": "full"})
+
+
+def test_the_test_beds_are_differences_from_their_own_base_never_from_smoke():
+    for chapter, by_profile in profiles._PROFILES.items():
+        for name, (base, _) in by_profile.items():
+            assert base is {"smoke": profiles.SMOKE, "fashion": profiles.FASHION, "glyphs": profiles.GLYPHS,
+                            "glyphs2": profiles.GLYPHS2, "colab": profiles.COLAB, "full": profiles.GPU}[name], \
+                (chapter, name)
+
+
+@pytest.mark.parametrize("chapter", ["dcdl", "cbswr", "eps", "ecaml", "noise_guarantees", "bench"])
+def test_test_bed_ii_profiles_are_those_its_committed_runs_were_made_with(chapter):
+    """The profile that decides verdicts cannot change by accident (a CI speed edit, a new default): every setting
+    each committed test bed II run recorded equals the profile's now (the run's own choices sit beside them)."""
+    runs = report.runs_of(chapter, "glyphs2")
+    assert len(runs) >= 10
+    now = profiles.settings(chapter, "glyphs2").to_dict()
+    for run in runs:
+        differ = {k: (v, now.get(k, "<not a setting>")) for k, v in run["settings"].items() if now.get(k) != v}
+        assert not differ, f"{chapter} seed {run['seeds']}: {differ}"
+
+
+def test_a_run_records_its_choices_beside_its_settings(monkeypatch, tmp_path):
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    cfg = profiles.settings("cbswr", "glyphs2")
+    report.record("T", {"r": {"R@1": [0.5]}}, cfg=cfg, choices={"head": "released"}, seeds=[0], device="cpu")
+    report.record("U", {"r": {"R@1": [0.6]}}, cfg=cfg, seeds=[0], device="cpu")
+    entry = json.loads(path.read_text().splitlines()[0])
+    assert entry["choices"] == {"head": "released"} and entry["settings"]["head"] == "linear"
+    run = report.run_file("cbswr", {}, path, "cmd", 1.0)
+    assert run["choices"] == {"head": "released"} and run["settings"] == cfg.to_dict()
+
+
+def test_the_migration_moves_a_written_back_choice_and_leaves_a_converted_file_alone(tmp_path):
+    migrate = script("data/migrate_records.py")
+    old = json.loads((ROOT / "data/results/cbswr/glyphs2_seed-0.json").read_text())
+    old["settings"]["head"] = old.pop("choices")["head"]  # as the file stood before 0.22.0
+    new = migrate.choices_beside_settings(old)
+    assert new["choices"] == {"head": "released"} and "head" not in new["settings"]
+    assert list(new).index("choices") == list(new).index("settings") + 1
+    assert migrate.choices_beside_settings(new) == new
+    assert migrate.main(["--check"]) == 0  # every committed record is in the current schema
+
+
+def test_settings_types_share_one_base():
+    for kind in TYPES.values():
+        assert issubclass(kind, Settings)
+    assert set(Settings.known()) < set(CBSwRSettings.known())
