@@ -9,7 +9,7 @@ TORCH   = torch==2.14.1 torchvision==0.29.1
 # workflow); empty: the default index.
 TORCH_INDEX ?=
 
-.PHONY: setup html-setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test lint clean
+.PHONY: setup html-setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test test-fast lint clean
 
 setup: $(VENV)/.installed browser fashion-mnist glyph-fonts slurm mathjax
 
@@ -98,6 +98,12 @@ test: setup               ## the unit tests, the book build and nbval over the c
 	$(BIN)/python benchmarks/bench_suite.py _build/test-suite.xml --out _build/test-durations.txt || true; \
 	[ -s _build/nbval-drift.jsonl ] && $(BIN)/python benchmarks/bench_nbval_drift.py --out _build/nbval-drift.json \
 	  || true; exit $$status
+
+# The fast lane, for the edit-test loop: the unit tests that take seconds each (no notebook, book build, chapter run,
+# cluster or nbval), on 2 workers: about a minute on 2 cores. Markers per kind (tests/helpers.py: kind): e.g.
+# `pytest -m nbval notebooks/03_dcdl.ipynb`. `make test` stays the command that decides.
+test-fast: setup
+	$(BIN)/python -m pytest $(XDIST) -m "unit and not slow" tests
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks

@@ -4,7 +4,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import ONE_THREAD, ROOT, slow_first
+from helpers import ONE_THREAD, ROOT, mark_kinds, slow_first
 
 
 def pytest_configure(config):
@@ -20,7 +20,9 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """`make test`'s order (:func:`helpers.slow_first`): the minutes-long files first, longest first."""
+    """Each test marked with its kind (:func:`helpers.mark_kinds`: `make test-fast` runs ``-m "unit and not
+    slow"``), then `make test`'s order (:func:`helpers.slow_first`): the minutes-long files first, longest first."""
+    mark_kinds(items)
     slow_first(items)
 
 

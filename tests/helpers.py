@@ -33,6 +33,38 @@ SLOW_FIRST = ("tests/test_book.py",                # 358
               "tests/test_nbval_catches_changes.py")  # 69
 
 
+#: The kinds of test, as markers (``pytest -m unit``; `make test-fast` runs the unit tests that are not ``slow``):
+#: ``nbval`` (a chapter's cells), ``book`` (the site built and read in Chromium), ``chapter_runs`` (whole chapters
+#: executed in another profile or from the wheel) and ``unit`` (everything else; ``benchmarks/bench_suite.py``
+#: sums `make test`'s time by the same kinds).
+BOOK_FILES = ("tests/test_book.py",)
+CHAPTER_RUN_FILES = ("tests/test_full_profile.py", "tests/test_colab_profile.py", "tests/test_wheel.py")
+#: Unit tests that take tens of seconds to minutes each (they execute notebooks, start a SLURM cluster or re-run
+#: nbval on a changed chapter): ``slow``, with every nbval, book and chapter-run test.
+SLOW_UNIT_FILES = ("tests/test_cli.py", "tests/test_slurm.py", "tests/test_nbval_catches_changes.py")
+
+
+def kind(nodeid: str) -> str:
+    """The kind of the test ``nodeid`` (its file's): ``nbval``, ``book``, ``chapter_runs`` or ``unit``."""
+    file = nodeid.split("::")[0]
+    if file.endswith(".ipynb"):
+        return "nbval"
+    if file in BOOK_FILES:
+        return "book"
+    return "chapter_runs" if file in CHAPTER_RUN_FILES else "unit"
+
+
+def mark_kinds(items) -> None:
+    """Mark each collected item with its :func:`kind`, and ``slow`` unless it is a quick unit test."""
+    import pytest
+
+    for item in items:
+        which = kind(item.nodeid)
+        item.add_marker(getattr(pytest.mark, which))
+        if which != "unit" or item.nodeid.split("::")[0] in SLOW_UNIT_FILES:
+            item.add_marker(pytest.mark.slow)
+
+
 def slow_first(items) -> None:
     """Sort collected ``items`` (anything with a ``nodeid``) in place: :data:`SLOW_FIRST` first, in its order; every
     other file after them in pytest's order (the sort is stable, and a file's own tests, a notebook's cells among

@@ -1,8 +1,9 @@
 """benchmarks/bench_suite.py: `make test`'s JUnit reports summed by kind, file and test, on hand-written reports."""
 
 
+import helpers
 import pytest
-from helpers import load_benchmark
+from helpers import ROOT, load_benchmark
 
 UNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites name="pytest tests"><testsuite name="pytest" errors="0"
 failures="1" skipped="1" tests="6" time="30.0">
@@ -85,3 +86,15 @@ def test_no_test_file_imports_a_conftest(root):
             if "conftest" in names:
                 importers.append(f"{path.name}:{node.lineno}")
     assert importers == [], f"import what they share from helpers, not conftest: {importers}"
+
+
+def test_the_fast_lane_kinds_are_the_suites_kinds():
+    """`make test-fast` and the suite's time report sort the tests into the same kinds."""
+    bench_suite = load_benchmark("bench_suite")
+    names = {"nbval": "nbval", "book": "book", "chapter runs": "chapter_runs", "unit": "unit", "screenshots": "book"}
+    files = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").glob("test_*.py"))]
+    files += [str(p.relative_to(ROOT)) for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    for file in files:
+        assert names[bench_suite.kind(file, "test_x")] == helpers.kind(f"{file}::test_x"), file
+    assert helpers.kind("tests/test_book.py::test_screenshots") == "book"
+    assert set(helpers.SLOW_UNIT_FILES) <= set(files)  # a renamed file would leave the fast lane slow

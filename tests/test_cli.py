@@ -21,10 +21,12 @@ BODY = """import os
 import time
 
 from dml_tutorial import report
+from dml_tutorial.settings import Settings
 if HOLD:  # a long training: say who runs it (the kernel and its parent, the run), then wait
     open(HOLD, "w").write(f"{os.getpid()} {os.getppid()}")
     time.sleep(300)
-cfg = {"profile": "smoke" if PROFILE == "auto" else PROFILE, "dataset": "toy", "model": "none", "epochs": 1}
+cfg = Settings(chapter="toy", profile="smoke" if PROFILE == "auto" else PROFILE, dataset="toy", model="none",
+               epochs=1)
 report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 42.0}}, cfg=cfg, seeds=[SEED],
               device="cpu")
 report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
