@@ -37,6 +37,7 @@ from . import metrics, models, train
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape
 from .experiment import Run
+from .spec import RunSpec
 
 #: The weights of eq. 10, the temperature of eq. 6-7 and the number of clusters of section 4 (paper).
 ALPHA, BETA, GAMMA, TAU, K = 0.9, 0.3, 0.01, 0.1, 32
@@ -419,6 +420,61 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
                               cluster_classes=cfg.get("cluster_classes"),
                               device=train.resolve_device(device)) if score else {}
     return Run({**scores, "seconds": seconds}, z_test, history, objective if keep_objective else None)
+
+
+# --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
+#: The grid's tables, in the order the chapter runs them.
+SEARCH, ABLATION, HEAD_ROWS, CLUSTERS = "the cluster head's search", "Tables 1-2", "cluster heads", "Table 4"
+#: The rows of the cluster heads' table besides CBS with each other head: the released code's head, centroids and
+#: pull together, and its SME denominator (method, the settings each changes).
+RELEASED_ROWS = {"CBS, released head and pull": ("CBS", {"head": "released", "pull": "detached",
+                                                          "detach_centroids": True}),
+                 "SME, with self-similarity": ("SME", {"self_similarity": True})}
+
+
+def head_search(cfg, seed: int) -> list[RunSpec]:
+    """The cluster head's search: CBS with each head of ``cfg.head_candidates`` on the validation split (held-out
+    seen classes), on ``seed`` (the first); none where the profile names no candidates (the head is then the
+    profile's own)."""
+    return [RunSpec(SEARCH, f"CBS, {h} head", "CBS", cfg.replace(head=h), seed=seed, split="validation")
+            for h in cfg.head_candidates or ()]
+
+
+def choose_head(searched: dict) -> dict:
+    """The run's choice from :func:`head_search`'s runs (``{(row, column): [Run]}``): ``{"head": h}`` of the best
+    validation R@1 (ties: the first tried), or ``{}`` where nothing was searched."""
+    if not searched:
+        return {}
+    r1 = {row: runs[0].metrics["R@1"] for (row, _), runs in searched.items()}
+    return {"head": max(r1, key=r1.get).removeprefix("CBS, ").removesuffix(" head")}
+
+
+def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
+    """Every training of the chapter after its search, under the run's ``choices`` (:func:`choose_head`): the
+    ablation of Tables 1-2 (each of ``cfg.methods``); CBS with each other head of ``cfg.heads`` and the released
+    code's rows (:data:`RELEASED_ROWS`), where the profile lists heads; CBSwR at each other K of ``cfg.ks`` (Table
+    4). Each on every seed. The notebook runs these, the plan counts and times them, the cache keys on them."""
+    chosen = cfg.replace(**(choices or {}))
+    rows = [(ABLATION, m, m, {}) for m in cfg.methods]
+    others = [h for h in cfg.heads if h != chosen.head]  # the ablation's head has its row there
+    if others:
+        rows += [(HEAD_ROWS, f"CBS, {h} head", "CBS", {"head": h}) for h in others]
+        rows += [(HEAD_ROWS, row, method, changes) for row, (method, changes) in RELEASED_ROWS.items()]
+    rows += [(CLUSTERS, f"K = {k}", "CBSwR", {"k": k}) for k in cfg.ks]
+    return [RunSpec(table, row, method, chosen.replace(**changes), seed=s)
+            for table, row, method, changes in rows for s in seeds]
+
+
+def run_spec(splits: dict, device="auto"):
+    """``run(spec, progress=False) -> Run``: one :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or
+    :func:`head_search` trained on ``splits[spec.split]`` (:func:`train_and_retrieve`); the ablation's runs keep
+    their trained objective (``Run.state``) for the chapter's pictures."""
+
+    def run(spec: RunSpec, progress: bool = False) -> Run:
+        return train_and_retrieve(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device,
+                                  progress=progress, keep_objective=spec.table == ABLATION)
+
+    return run
 
 
 @torch.no_grad()

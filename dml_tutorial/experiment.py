@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import inspect
 import json
 import math
@@ -23,6 +24,7 @@ import re
 import sys
 import time
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -33,6 +35,7 @@ from . import __version__, augment, evidence, metrics, models, objective, pretra
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
+from .spec import as_data
 
 
 @dataclass
@@ -374,11 +377,13 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
     ``progress=None``: the smoke profile's stored outputs stay quiet, :func:`dml_tutorial.profiles.shows_progress`).
 
     With a ``cache`` folder (:func:`dml_tutorial.profiles.default_cache` names one per chapter, dataset and hash of
-    the settings), every finished run is saved there (``<key>-seed<s>.pt``: metrics, test embeddings, history,
-    and the settings that made it, :func:`describe`) and loaded instead of re-run the next time, but only when
-    its stored settings equal the ones asked for: a run trained under other settings is trained again, and the
-    message says so. A run that accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`)
-    also keeps its training in progress there after every epoch (``<key>-seed<s>.partial.pt``), so that a run
+    the settings), every finished run is saved there (``<key>-seed<s>-<hash>.pt``: metrics, test embeddings,
+    history, and what made it as data, :func:`dml_tutorial.spec.as_data`: the run function, its settings, the
+    loss with every parameter of every term, the seed, the package version; ``<hash>`` is ten hex digits of its
+    SHA-256) and loaded instead of re-run the next time, but only when its stored description equals the one asked
+    for: a run whose loss or settings changed (a margin, a term's sigma) is another file, trained anew. A run that
+    accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`) also keeps its training in
+    progress there after every epoch (``<key>-seed<s>-<hash>.partial.pt``), so that a run
     interrupted mid-way (a disconnected Colab runtime) resumes from its last epoch. Delete the folder to start
     afresh.
 
@@ -387,37 +392,45 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
     seeds = list(seeds)
     if not seeds:
         raise ValueError("grid needs at least one seed")
-    out = {key: [] for key in configs}
-    total, done, trained_seconds, trained = len(configs) * len(seeds), 0, 0.0, 0
+    jobs = [(key, seed, partial(_call, run, kwargs, seed), {"run": run, "kwargs": kwargs, "seed": seed})
+            for key, kwargs in configs.items() for seed in seeds]
+    return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
+
+
+def run_grid(specs, run, description: str = "runs", cache=None, progress: bool | None = False) -> dict:
+    """A chapter's grid (:class:`~dml_tutorial.spec.RunSpec` s, e.g. :func:`dml_tutorial.clustering.grid`) run by
+    ``run(spec) -> Run`` (a chapter's runner, e.g. :func:`dml_tutorial.clustering.run_spec`), as :func:`grid` runs
+    its configurations: ``{(row, column): [Run per seed, in the specs' order]}``, one progress bar, and with a
+    ``cache`` each finished run kept under the hash of the spec's data and the runner's (the data it binds)."""
+    jobs = [(spec.key, spec.seed, partial(run, spec), {"run": run, "spec": spec.data()}) for spec in specs]
+    return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
+
+
+def _call(run, kwargs, seed, **extra):
+    return run(**kwargs, **extra, seed=seed)
+
+
+def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progress) -> dict:
+    """The loop of :func:`grid` and :func:`run_grid`: ``jobs`` of ``(key, seed, call(**extra) -> Run, what makes
+    it)``, each run or loaded from ``cache``; ``{key: [Run]}`` in the jobs' order."""
+    out = {}
+    total, done, trained_seconds, trained = len(jobs), 0, 0.0, 0
     with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress is not False) as bar:
-        for key, kwargs in configs.items():
-            for seed in seeds:
-                began = time.perf_counter()
-                result, loaded = _cached(run, kwargs, seed, cache, key, progress)
-                out[key].append(result)
-                done += 1
-                bar.update()
-                if progress:
-                    seconds = time.perf_counter() - began
-                    trained_seconds, trained = trained_seconds + (0 if loaded else seconds), trained + (not loaded)
-                    left = (f"about {(total - done) * trained_seconds / trained / 60:.0f} min left" if trained
-                            else "the time left shows after the first trained run")
-                    how = "loaded from the cache" if loaded else f"done in {seconds / 60:.1f} min"
-                    print(f"{description}: run {done} of {total} {how}; {left}", flush=True)
+        for key, seed, call, made_of in jobs:
+            began = time.perf_counter()
+            extra = {"progress": progress} if progress and takes_progress else {}
+            result, loaded = _cached(call, made_of, key, seed, cache, extra, takes_checkpoint)
+            out.setdefault(key, []).append(result)
+            done += 1
+            bar.update()
+            if progress:
+                seconds = time.perf_counter() - began
+                trained_seconds, trained = trained_seconds + (0 if loaded else seconds), trained + (not loaded)
+                left = (f"about {(total - done) * trained_seconds / trained / 60:.0f} min left" if trained
+                        else "the time left shows after the first trained run")
+                how = "loaded from the cache" if loaded else f"done in {seconds / 60:.1f} min"
+                print(f"{description}: run {done} of {total} {how}; {left}", flush=True)
     return out
-
-
-def describe(value) -> object:
-    """``value`` as plain JSON data, for comparing the settings of a cached run with the ones asked for: dicts,
-    lists and numbers as they are, anything else (a loss function, a partial) by its ``repr`` without memory
-    addresses (``<function f at 0x7f..>`` -> ``<function f>``)."""
-    if isinstance(value, dict):
-        return {str(k): describe(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
-    if isinstance(value, (list, tuple)):
-        return [describe(v) for v in value]
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
 def _accepts(run, name: str) -> bool:
@@ -427,14 +440,15 @@ def _accepts(run, name: str) -> bool:
         return False
 
 
-def _cached(run, kwargs, seed, cache, key, progress=False) -> tuple[Run, bool]:
-    """One run of :func:`grid`, and whether it was loaded from ``cache``."""
-    extra = {"progress": progress} if progress and _accepts(run, "progress") else {}
+def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[Run, bool]:
+    """One run, and whether it was loaded from ``cache`` (under the hash of ``made_of`` as data, with the package
+    version)."""
     if cache is None:
-        return run(**kwargs, **extra, seed=seed), False
+        return call(**extra), False
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
-    path = Path(cache) / f"{name}-seed{seed}.pt"
-    settings = describe({"run": run, "kwargs": kwargs, "seed": seed, "version": __version__})
+    settings = as_data({**made_of, "version": __version__})
+    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    path = Path(cache) / f"{name}-seed{seed}-{digest}.pt"  # another loss parameter or setting: another file
     if path.exists():
         state = torch.load(path, weights_only=False)
         if state.get("settings") == settings:
@@ -443,19 +457,19 @@ def _cached(run, kwargs, seed, cache, key, progress=False) -> tuple[Run, bool]:
                        train_embeddings=state.get("train_embeddings"),
                        test_predictions=state.get("test_predictions")), True
         print(f"{path} was trained under other settings: training it again", file=sys.stderr, flush=True)
-    partial = path.with_name(path.stem + ".partial.pt")
-    if _accepts(run, "checkpoint"):
-        stale = partial.with_name(partial.name + ".settings")
-        if partial.exists() and (not stale.exists() or json.loads(stale.read_text()) != settings):
-            partial.unlink()  # a training in progress under other settings is not resumed
+    partial_path = path.with_name(path.stem + ".partial.pt")
+    if takes_checkpoint:
+        stale = partial_path.with_name(partial_path.name + ".settings")
+        if partial_path.exists() and (not stale.exists() or json.loads(stale.read_text()) != settings):
+            partial_path.unlink()  # a training in progress under other settings is not resumed
         stale.parent.mkdir(parents=True, exist_ok=True)
         stale.write_text(json.dumps(settings))
-        extra["checkpoint"] = partial
-    result = run(**kwargs, **extra, seed=seed)
+        extra = {**extra, "checkpoint": partial_path}
+    result = call(**extra)
     train.save_checkpoint(path, metrics=result.metrics, test_embeddings=result.test_embeddings,
                           history=result.history.records, train_embeddings=result.train_embeddings,
                           test_predictions=result.test_predictions, settings=settings)
-    for leftover in (partial, partial.with_name(partial.name + ".settings")):
+    for leftover in (partial_path, partial_path.with_name(partial_path.name + ".settings")):
         leftover.unlink(missing_ok=True)
     return result, False
 

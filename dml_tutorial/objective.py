@@ -87,8 +87,32 @@ class Objective:
             value = value + self.weights.get(term, 1.0) * part
         return value
 
+    def describe(self) -> dict:
+        """The objective as data: its name; the local loss's function with its parameters; each term's weight,
+        function and parameters; which terms read the embedding layer alone, and how. What a run's cache key holds
+        (:func:`dml_tutorial.spec.as_data`), so that a changed parameter (a triplet's margin, the sigma of L^L) is
+        another objective."""
+        return {"name": self.__name__, "local": self.local, "local_fn": _function_data(self.local_fn),
+                "terms": {t: {"weight": w, "fn": _function_data(self.term_fns.get(t))}
+                          for t, w in sorted(self.weights.items())},
+                "layer_only": sorted(self.layer_only), "layer_normalize": self.layer_normalize}
+
     def __repr__(self):
         return f"objective({self.__name__})"
+
+
+def _function_data(fn):
+    """A loss or term function as data: a ``functools.partial`` as its function, arguments and keywords (nested
+    partials too), a function as ``module.name``, anything else (a loss module) by its ``repr``."""
+    if fn is None:
+        return None
+    if isinstance(fn, partial):
+        return {"function": _function_data(fn.func), "args": [_function_data(a) if callable(a) else a
+                                                              for a in fn.args],
+                "keywords": {k: _function_data(v) if callable(v) else v for k, v in sorted(fn.keywords.items())}}
+    if hasattr(fn, "__module__") and hasattr(fn, "__qualname__"):
+        return f"{fn.__module__}.{fn.__qualname__}"
+    return repr(fn)
 
 
 def objective(local: str | None = "triplet", *, positives: str | None = None, negatives: str | None = None,

@@ -196,27 +196,30 @@ def _superclasses(cfg, n_train, shape):  # EPS's Table 3 protocol: each loss wit
                       batch, cfg["model"], shape)]
 
 
-def _cbswr(cfg, n_train):  # the head's search (glyphs), Tables 1-2 (ablation), the other heads, Table 4 (K)
-    steps = cfg["epochs"] * max(1, -(-(n_train - 1) // cfg["batch_size"]))  # the search's: an upper bound
-    shape, s, batch = _shape(cfg), cfg["n_seeds"], 2 * cfg["batch_size"]
-    candidates = cfg.get("head_candidates") or []
-    chosen = set(candidates) if candidates else {cfg.get("head", "linear")}  # the ablation's head has no row below
-    heads = [h for h in cfg.get("heads", []) if h not in chosen]
-    heads += [h for h in cfg.get("heads", []) if h in chosen][1:]  # one of them is chosen, one left out
+def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, then everything after it
+    stand_in = {"head": cfg.head_candidates[0]} if cfg.head_candidates else None  # any choice: as many rows
+    specs = clustering.head_search(cfg, 0) + clustering.grid(cfg, range(cfg.n_seeds), stand_in)
+    return from_specs(specs, cfg, n_train)
 
-    def runs(section, n, method, **changes):  # timed with the method's own objective (its clustering, its decoder)
-        return Trainings(section, n * s, steps, batch, cfg["model"], shape, ("cbswr", method, tuple(changes.items())))
 
-    out = [Trainings(f"head search ({h})", 1, steps, batch, cfg["model"], shape, ("cbswr", "CBS", (("head", h),)))
-           for h in candidates]
-    out += [runs(f"Tables 1-2 ({m})", 1, m) for m in cfg["methods"]]
-    out += [runs(f"cluster heads ({h})", 1, "CBS", head=h) for h in heads]
-    if heads:
-        out.append(runs("cluster heads (released, pull)", 1, "CBS", head="released", pull="detached",
-                        detach_centroids=True))
-        out.append(runs("SME with self-similarity", 1, "SME", self_similarity=True))
-    out.append(runs("Table 4", len(cfg["ks"]), "CBSwR"))
-    return out
+def from_specs(specs, cfg, n_train: int) -> list[Trainings]:
+    """The :class:`Trainings` of a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s), one per table
+    and row (its runs: the row's seeds), each with the steps and batch of its own settings and timed with its own
+    method and the settings it changes from the profile's ``cfg`` (a cluster head, K). Unsupervised runs
+    (:mod:`~dml_tutorial.clustering`) take a batch of images and their views, one pass over ``n_train`` images an
+    epoch (the validation split's search is counted at that size: an upper bound)."""
+    profile = cfg.to_dict()
+    out: dict[tuple, Trainings] = {}
+    for spec in specs:
+        own = spec.settings
+        changes = tuple((k, v) for k, v in own.to_dict().items() if v != profile[k])
+        section = f"{spec.table} ({spec.row})"
+        if section not in out:
+            steps = own.epochs * max(1, -(-(n_train - 1) // own.batch_size))
+            out[section] = Trainings(section, 0, steps, 2 * own.batch_size, own.model, _shape(own),
+                                     ("cbswr", spec.method, changes))
+        out[section].runs += 1
+    return list(out.values())
 
 
 def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods

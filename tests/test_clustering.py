@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dml_tutorial import clustering, data, models
+from dml_tutorial import clustering, data, experiment, models, profiles
 
 D = torch.float64  # the loop references are compared at 1e-9
 
@@ -269,7 +269,6 @@ def test_train_unsupervised_runs_and_records(method):
 
 
 def test_chapter_protocol_and_reconstruction_on_a_small_split():
-    from dml_tutorial import profiles
 
     splits = data.load_dataset("mnist1d", split="classes", seen=range(6), num_samples=600)
     cfg = profiles.settings("cbswr", "smoke", epochs=1)
@@ -349,3 +348,30 @@ def test_pair_counts_against_a_loop_and_the_chance_level_of_random_clusters():
     assert chance == pytest.approx(7 / 63) and precision == pytest.approx(chance, abs=0.02)
     assert clustering.pair_precision(clustering.pair_counts(classes, classes))[0] == 1.0  # clusters = classes
     assert np.isnan(clustering.pair_precision(clustering.pair_counts(torch.arange(64), classes))[0])
+
+
+def test_the_chapters_grid_declares_each_row_once_with_its_own_settings():
+    """clustering.grid is the one place a CBSwR row is declared: the notebook, the plan and the cache read it."""
+    cfg = profiles.settings("cbswr", "glyphs2")
+    specs = clustering.grid(cfg, [0, 1], {"head": "released"})
+    rows = {s.key[0]: s for s in specs if s.seed == 0}
+    assert [s.seed for s in specs if s.key[0] == "CBSwR"] == [0, 1]
+    assert list(rows)[:4] == list(cfg.methods) and all(rows[m].method == m for m in cfg.methods)
+    assert all(s.settings.head == "released" for s in specs if s.table == clustering.ABLATION)  # the choice
+    heads = [r for r in rows if r.startswith("CBS, ") and r.endswith(" head")]
+    assert heads == [f"CBS, {h} head" for h in cfg.heads if h != "released"]  # the chosen head has its row above
+    for row, (method, changes) in clustering.RELEASED_ROWS.items():
+        assert rows[row].method == method and rows[row].settings == cfg.replace(head="released").replace(**changes)
+    assert [rows[f"K = {k}"].settings.k for k in cfg.ks] == list(cfg.ks)
+    assert len({s.digest() for s in specs}) == len(specs)  # no two runs share a cache key
+    assert [s.key for s in clustering.grid(cfg.replace(heads=()), [0])] == [
+        s.key for s in clustering.grid(cfg, [0]) if s.table != clustering.HEAD_ROWS]  # no heads: no head rows
+
+
+def test_the_head_is_searched_on_the_validation_split_and_the_best_chosen():
+    cfg = profiles.settings("cbswr", "glyphs2")
+    search = clustering.head_search(cfg, 3)
+    assert [(s.split, s.seed, s.settings.head) for s in search] == [("validation", 3, h) for h in cfg.head_candidates]
+    runs = {s.key: [experiment.Run({"R@1": r1}, None, None)] for s, r1 in zip(search, (0.5, 0.7, 0.7))}
+    assert clustering.choose_head(runs) == {"head": cfg.head_candidates[1]}  # ties: the first tried
+    assert clustering.head_search(profiles.settings("cbswr", "smoke"), 0) == [] and clustering.choose_head({}) == {}

@@ -88,7 +88,14 @@ def test_a_cached_run_trained_under_other_settings_is_trained_again(tmp_path, ca
     assert len(calls) == 1  # same settings: loaded
     changed = experiment.grid({"row": {"value": 0.75}}, [0], _fake_run(calls), cache=tmp_path)
     assert len(calls) == 2 and changed["row"][0].metrics["accuracy"] == 0.75  # same row name, other settings
-    assert "trained under other settings" in capsys.readouterr().err
+    back = experiment.grid({"row": {"value": 0.5}}, [0], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 2 and back["row"][0].metrics["accuracy"] == 0.5  # each kept under its own hash
+    assert len(list(tmp_path.glob("row-seed0-*.pt"))) == 2
+    stored = next(tmp_path.glob("row-seed0-*.pt"))  # a file whose description is not the one its name promises
+    state = torch.load(stored, weights_only=False)
+    torch.save({**state, "settings": {"tampered": True}}, stored)
+    experiment.grid({"row": {"value": state["settings"]["kwargs"]["value"]}}, [0], _fake_run(calls), cache=tmp_path)
+    assert len(calls) == 3 and "trained under other settings" in capsys.readouterr().err
 
     def run(value, seed, cfg):
         calls.append(cfg)
@@ -99,7 +106,7 @@ def test_a_cached_run_trained_under_other_settings_is_trained_again(tmp_path, ca
     for lr in (1e-3, 1e-4, 1e-4):  # the bound cfg (a notebook's run partial) counts too
         out = experiment.grid({"row": {"value": 0.0}}, [0], partial(run, cfg={"lr": lr}), cache=tmp_path / "b")
         assert out["row"][0].metrics["accuracy"] == lr
-    assert len(calls) == 4
+    assert len(calls) == 5
 
 
 def test_progress_prints_a_line_per_run_and_passes_progress_to_runs_that_take_it(tmp_path, capsys):
@@ -152,7 +159,7 @@ def test_a_run_stopped_mid_way_resumes_from_its_last_epoch_and_equals_an_uninter
     whole = experiment.grid({"row": {"loss_fn": _StopAfter()}}, [1], run, cache=tmp_path / "whole")["row"][0]
     with pytest.raises(KeyboardInterrupt):  # stopped in the third epoch: two epochs are in the checkpoint
         experiment.grid({"row": {"loss_fn": _StopAfter(7)}}, [1], run, cache=tmp_path / "cut")
-    partial = tmp_path / "cut" / "row-seed1.partial.pt"
+    (partial,) = (tmp_path / "cut").glob("row-seed1-*.partial.pt")
     assert torch.load(partial, weights_only=False)["epoch"] == 2
     loss = _StopAfter()
     resumed = experiment.grid({"row": {"loss_fn": loss}}, [1], run, cache=tmp_path / "cut")["row"][0]

@@ -148,22 +148,28 @@ def test_dcdl_plan_times_each_objective_with_its_own_terms(monkeypatch):
     assert real > 0
 
 
-def test_cbswr_plan_times_each_method_with_its_own_objective(monkeypatch):
-    """CBSwR's clustering and decoder cost more than a triplet step: each method (and head) is probed with its own
-    unsupervised objective, on the profile's own network (the glyph MLP's hidden width)."""
+def test_cbswr_plan_counts_and_times_the_chapters_declared_grid(monkeypatch):
+    """The plan counts the grid the notebook runs (clustering.grid), nothing written twice, and times each row
+    with its own unsupervised objective (CBSwR's clustering and decoder cost more than a triplet step; K changes
+    the clustering's cost) on the profile's own network (the glyph MLP's hidden width)."""
     probed = []
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
     cfg = profiles.settings("cbswr", "smoke").replace(hidden=48, model="mlp")
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
-    heads = len(cfg["heads"]) + 2  # and the released pull, and SME with self-similarity (ours before)
-    assert p.runs == cfg["n_seeds"] * (len(cfg["methods"]) + heads + len(cfg["ks"]))
-    assert len(probed) == len(cfg["methods"]) + heads and all(kw["hidden"] == 48 for kw in probed)
+    specs = clustering.grid(cfg, range(cfg.n_seeds))
+    assert p.runs == len(specs) and {t.section for t in p.trainings} == {f"{s.table} ({s.row})" for s in specs}
+    assert len(probed) == len({s.key for s in specs}) and all(kw["hidden"] == 48 for kw in probed)
     net = models.make_model("mlp", (1, 40), 8, hidden=48)
-    built = [kw["objective"](net) for kw in probed]
-    assert [type(o).__name__ for o in built[:4]] == ["SME", "CBSwR", "CBSwR", "CBSwR"]
-    assert [o.head for o in built[4:-1]] == [*cfg["heads"], "released"] and built[-2].pull == "detached"
-    assert type(built[-1]).__name__ == "SME" and built[-1].self_similarity
-    assert not built[0].self_similarity  # the ablation's SME: as the released codes compute it
+    first = {}  # each row's first spec, in the order the plan probes them
+    for s in specs:
+        first.setdefault(s.key, s)
+    for s, kw in zip(first.values(), probed, strict=True):  # each row timed with its own objective
+        built = kw["objective"](net)
+        assert type(built).__name__ == ("SME" if s.method == "SME" else "CBSwR"), s.row
+        for name in ("head", "head_tau", "pull", "k") if s.method != "SME" else ("self_similarity", "tau"):
+            assert getattr(built, name) == getattr(s.settings, name), (s.row, name)
+    sme = next(kw["objective"](net) for s, kw in zip(first.values(), probed) if s.row == "SME")
+    assert not sme.self_similarity  # the ablation's SME: as the released codes compute it
     real = plan.probe("mlp", (1, 40), 16, 8, "cpu", steps=1, hidden=48,
                       objective=lambda net: clustering.make_objective("CBSwR", net, (1, 40), cfg))
     assert real > 0
@@ -245,17 +251,12 @@ def test_every_colab_profile_trains_its_central_comparison_within_its_budget(cha
     assert np.isfinite(minutes)
 
 
-def test_cbswr_plan_counts_the_head_search_and_leaves_out_the_chosen_heads_row(monkeypatch):
-    """The glyphs choose the ablation's head among head_candidates (one run each, one seed); the table of heads
-    then trains every listed head but that one, whichever it is."""
+def test_cbswr_plan_counts_the_head_search_then_the_grid_whatever_head_it_chooses(monkeypatch):
     monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
     cfg = profiles.settings("cbswr", "glyphs", {"n_seeds": 2})
     p = plan.make("cbswr", cfg, "cpu", n_train=1_000)
-    others = len(cfg["heads"]) - 1 + 2  # and the released pull, and SME without self-similarity
-    assert p.runs == len(cfg["head_candidates"]) + 2 * (len(cfg["methods"]) + others + len(cfg["ks"]))
-    smoke = profiles.settings("cbswr", "smoke").replace(head="released")  # a head fixed in advance
-    assert plan.make("cbswr", smoke, "cpu", n_train=1_000).runs == smoke["n_seeds"] * (
-        len(smoke["methods"]) + len(smoke["heads"]) - 1 + 2 + len(smoke["ks"]))
+    counts = {len(clustering.grid(cfg, [0, 1], {"head": h})) for h in cfg.head_candidates}
+    assert counts == {p.runs - len(clustering.head_search(cfg, 0))}  # any choice: as many trainings
 
 
 def test_reading_counts_decoding_once_or_every_pass_and_every_evaluation(monkeypatch):
