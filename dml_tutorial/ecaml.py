@@ -128,7 +128,7 @@ def ecaml_loss(
     loss.__name__ = ec_objective.__name__
     # the terms objective.term_pulls compares (the metric loss and EC, not the penalty)
     loss.parts, loss.weights = ec_objective.parts, ec_objective.weights
-    # as data (a run's cache key, dml_tutorial.spec.as_data): the objective's terms and the penalty's weight
+    # as data (a run's cache key, spec.as_data): the objective's terms and the penalty
     loss.describe = lambda: {**ec_objective.describe(), "fc_unit_norm": fc_unit_norm}
     return loss
 
