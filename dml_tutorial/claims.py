@@ -27,9 +27,9 @@ import numpy as np
 import pandas as pd
 
 from . import evidence
-from .experiment import REFERENCES, STARTED  # the reference rows every main table carries; a start's
-from .plots import label_tex
+from .labels import label_tex
 from .records import merge_seeds
+from .tables import REFERENCES, STARTED  # the reference rows every main table carries; a start's
 
 #: Why 2 points of Recall@1 is the smallest effect of interest for a retrieval claim: one unseen-class query in
 #: fifty finds a right neighbour it did not before, about the spread of a method's R@1 between seeds on our test

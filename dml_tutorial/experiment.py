@@ -36,6 +36,7 @@ from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
 from .spec import as_data
+from .tables import REFERENCES, STARTED
 
 
 @dataclass
@@ -164,11 +165,6 @@ def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed:
                             cluster_classes=cfg.get("cluster_classes"), f1=True, device=dev), None
 
 
-REFERENCES = ("raw input", "untrained network")
-#: The third reference row, where a profile starts from a pretrained trunk (``cfg["start"]``,
-#: :func:`dml_tutorial.pretrain.load_start`): its features as they are, before any fine-tuning (ImageNet features
-#: on CUB, in small). A fine-tuned row that does not beat it has learned nothing the start did not hold.
-STARTED = "pretrained, not fine-tuned"
 
 
 def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,

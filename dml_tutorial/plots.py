@@ -6,8 +6,6 @@ One palette for the whole book (``PALETTE``, colour-blind safe) so that class 3 
 from __future__ import annotations
 
 import collections
-import html
-import re
 import sys
 import textwrap
 import warnings
@@ -19,6 +17,8 @@ import seaborn as sns
 import torch
 
 from ._checks import check_embeddings
+from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
+from .tables import results_table, styled  # noqa: F401 (plots.results_table, as before)
 
 PALETTE = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
 MARKERS = ("o", "^", "s", "D", "v", "P", "X", "*")
@@ -209,60 +209,6 @@ def training_curves(histories: dict, keys=("loss",), title: str = ""):
         ax.set(xlabel="epoch", ylabel=key, title=f"{title} {key}".strip())
         ax.legend(frameon=False)
     return fig
-
-
-def mean_std(values, digits: int = 1, scale: float = 100.0) -> str:
-    """``"mean ± std"`` of a list of fractions, as percentages by default (std over seeds, ddof=1)."""
-    v = np.asarray(values, dtype=float) * scale
-    if len(v) == 1:
-        return f"{v[0]:.{digits}f}"
-    return f"{v.mean():.{digits}f} ± {v.std(ddof=1):.{digits}f}"
-
-
-def results_table(measured: dict, paper: dict | None = None, digits: int = 1) -> pd.DataFrame:
-    """A table with a "measured" column per metric (``{row: {metric: [values over seeds]}}``, shown as mean ± std
-    in %) and, when given, the "paper reported" numbers beside them (``{row: {metric: number}}``, as quoted).
-    A cell with no number (a row the paper does not have, a value it does not give) shows "–"."""
-    rows = {}
-    for name, metrics in measured.items():
-        row = {}
-        for metric, values in metrics.items():
-            if paper and metric in paper.get(name, {}):
-                row[(metric, "paper")] = paper[name][metric]
-            row[(metric, "measured")] = mean_std(np.atleast_1d(values), digits)
-        rows[name] = row
-    table = pd.DataFrame.from_dict(rows, orient="index")
-    metrics = list(dict.fromkeys(c[0] for c in table.columns))  # each metric's paper column before its measured one
-    table = table[[(m, kind) for m in metrics for kind in ("paper", "measured") if (m, kind) in table.columns]]
-    table.columns = pd.MultiIndex.from_tuples(table.columns) if paper else [c[0] for c in table.columns]
-    return table.astype(object).where(table.notna(), "–")
-
-
-_SUB_SUP = re.compile(r"\bL([_^])([\w]+)")  # the code's ASCII shorthand: L_Trip, L^W, L_rim
-
-
-def label_html(name) -> str:
-    """A row label as HTML, with the code's ASCII shorthand for the papers' symbols written as the prose's math
-    writes them: ``"L_Trip + L^W"`` -> *L*<sub>Trip</sub> + *L*<sup>W</sup>. Anything else is escaped as text."""
-    tags = {"_": "sub", "^": "sup"}
-    return _SUB_SUP.sub(lambda m: f"<i>L</i><{tags[m[1]]}>{m[2]}</{tags[m[1]]}>", html.escape(str(name)))
-
-
-def label_tex(name) -> str:
-    """The same label for a Markdown page with dollar math: ``"L_Trip + L^W"`` -> ``$L_{\\text{Trip}}$ +
-    $L^{\\text{W}}$``."""
-    return _SUB_SUP.sub(lambda m: f"$L{m[1]}{{\\text{{{m[2]}}}}}$", str(name))
-
-
-def styled(table: pd.DataFrame):
-    """A results table (:func:`results_table`) as the page shows it: row labels through :func:`label_html`, the
-    ``dataframe`` class the book's stylesheet pads and keeps on one line, and a fixed element id, so that the
-    HTML is the same on every run (nbval compares it). ``.data`` is the table itself."""
-    short = lambda v: f"{v:g}" if isinstance(v, float) else v  # 63.2, not 63.200000
-    return (table.style.format_index(label_html, axis=0, escape=None)
-            .format_index(short, axis=1)  # a numeric column heading (Table 3's lambda): 0.5, not 0.500000
-            .format(short)  # a quoted 63.2 as 63.2
-            .set_uuid("results").set_table_attributes('class="dataframe"'))
 
 
 def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title: str = "", margin: float | None = None):
@@ -517,11 +463,6 @@ def easy_positives(ax, xy, labels, anchors, modes=None, title: str = ""):
     ax.legend(handles=handles, title="sub-class" if modes is not None else "class", fontsize=7, title_fontsize=7,
               loc="best", ncols=max(1, len(shown) // 5), frameon=False)
     return ax
-
-
-def label_mpl(name) -> str:
-    """The same label for matplotlib's mathtext: ``"L_Trip + L^W"`` -> ``$L_{\\mathrm{Trip}}$ + $L^{\\mathrm{W}}$``."""
-    return _SUB_SUP.sub(lambda m: f"$L{m[1]}{{\\mathrm{{{m[2]}}}}}$", str(name))
 
 
 def ranking(frame: pd.DataFrame, references: dict | None = None, metric: str = "MAP@R", title: str = ""):

@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from .chapters import chapters, results_path
-from .plots import mean_std
+from .labels import mean_std
 
 ENV = "DML_TUTORIAL_CHECK"  # "1": compare with each chapter's committed record; or the path of a results file
 #: A JSON-lines file to which every check appends each cell's committed and fresh values (nbval sets it in

@@ -23,10 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, claims, evidence, plots, reference, registry
+from . import __version__, claims, evidence, reference, registry
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
-from .experiment import REFERENCES, STARTED
+from .labels import label_tex
 from .records import SESSION, merge_seeds, row_seeds
+from .tables import REFERENCES, STARTED, results_table, styled
 
 ENV = "DML_TUTORIAL_RECORD"
 ROOT = REPOSITORY
@@ -66,7 +67,7 @@ def device_name(device) -> str:
 def record(table: str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,
            choices: dict | None = None):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
-    :func:`dml_tutorial.plots.results_table` (returned styled, :func:`dml_tutorial.plots.styled`; the table is
+    :func:`dml_tutorial.tables.results_table` (returned styled, :func:`dml_tutorial.tables.styled`; the table is
     its ``.data``); under ``dml-tutorial run``, record them for the report; under nbval
     (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
     (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
@@ -87,7 +88,7 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg, seeds,
             f.write(json.dumps(entry) + "\n")
     if os.environ.get(reference.ENV):
         reference.check(table, _jsonable(measured), settings, seeds)
-    return plots.styled(plots.results_table(measured, paper, digits))
+    return styled(results_table(measured, paper, digits))
 
 
 def record_figure(fig, name: str):
@@ -181,10 +182,10 @@ def group(runs: list[dict]) -> dict:
 
 
 def markdown_table(frame) -> str:
-    """A pandas table (as :func:`dml_tutorial.plots.results_table` makes it) as a Markdown table."""
+    """A pandas table (as :func:`dml_tutorial.tables.results_table` makes it) as a Markdown table."""
     columns = [" ".join(str(p) for p in c) if isinstance(c, tuple) else str(c) for c in frame.columns]
     lines = ["| | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
-    lines += [f"| {plots.label_tex(name)} | " + " | ".join(str(v) for v in row) + " |"
+    lines += [f"| {label_tex(name)} | " + " | ".join(str(v) for v in row) + " |"
               for name, row in zip(frame.index, frame.values)]
     return "\n".join(lines)
 
@@ -216,7 +217,7 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
         used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
         fewer = [f"{row} (seeds {', '.join(map(str, s))})" for row, s in row_seeds(runs, table).items() if s != used]
-        lines += [f"{sub} {table}", "", markdown_table(plots.results_table(measured, paper)), "",
+        lines += [f"{sub} {table}", "", markdown_table(results_table(measured, paper)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}"
                   + (f"; these rows over fewer seeds: {'; '.join(fewer)}." if fewer else "."), ""]
     verdicts = registry.annotate(claims.assess(runs[0]["chapter"], runs), runs[0]["chapter"], profile, registration)
@@ -405,7 +406,7 @@ def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None =
             name = f"{{ref}}`{claims.NAMES.get(chapter, chapter)} <{chapter}-findings>`" if i == 0 else ""
             row = " | ".join(_card(head, NO_ANSWER_MARK if (chapter, scale) in silent else cells[chapter, scale][i])
                              for head, scale in shown)
-            lines.append(f"| {name} | {plots.label_tex(claim.text)} | "
+            lines.append(f"| {name} | {label_tex(claim.text)} | "
                          f"{_card('smallest effect (points)', f'{claim.smallest_effect:g}')} | {row} |")
     kept = sum(book_wide.values())
     lines += [":::", "", *_no_answers(scales, shown, silent, notebooks), VERDICT_RULES, "",
@@ -616,7 +617,7 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
         quoted = cut(paper)
         seeds = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
         lines += [f"**{table}**" + ("" if rows is None else ": the rows and columns the claims compare"), "",
-                  markdown_table(plots.results_table(cut(measured), quoted if any(quoted.values()) else None)), "",
+                  markdown_table(results_table(cut(measured), quoted if any(quoted.values()) else None)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, seeds))}"
                   + ("; paper columns quoted from the paper." if any(quoted.values()) else "."), ""]
     if others:
@@ -679,4 +680,6 @@ def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     for figure in first.get("figures", []):
         display(Image(filename=str(Path(results) / chapter / figure)))
     verdicts = claims.assess(chapter, members)
+    from . import plots  # a figure in a notebook: the pages themselves draw none
+
     return None if verdicts.empty else plots.gains(verdicts, f"{chapter}, {profile} profile: our gain vs the paper's")
