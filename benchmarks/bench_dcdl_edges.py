@@ -35,9 +35,11 @@ import numpy as np
 import torch
 
 from dml_tutorial import data, dcdl, evidence, experiment, noise, profiles, report
+from dml_tutorial.tables import DCDL_MAIN
+from dml_tutorial.tables import key as table_key
 
 RESULTS = Path(__file__).parent / "results"
-TABLE = "Tables 1/4: local losses with and without the discrepancy term"
+TABLE = DCDL_MAIN.id  # the chapter's main table, as a run file keys it
 BASELINE = "L_Trip"
 ROWS = {dcdl.label("trip", term): ("trip", term) for term in (None, "L", "W", "W-GeomLoss")}
 CHECKS = {  # the rows searched again, in what column, up to how many epochs, probed how often, at which rates
@@ -60,8 +62,8 @@ def recorded_seed(runs_folder: Path, seed: int) -> dict:
     runs = [r for r in report.runs_of("dcdl", "glyphs2", runs_folder) if r["parameters"].get("SEED") == seed]
     if not runs:
         raise SystemExit(f"no dcdl glyphs2 run of seed {seed} in {runs_folder}")
-    tables = {t["table"]: t["measured"] for t in runs[-1]["tables"]}
-    if dcdl.CHOICE_TABLE not in tables:
+    tables = {table_key(t): t["measured"] for t in runs[-1]["tables"]}
+    if dcdl.CHOICE_TABLE.id not in tables:
         raise SystemExit(f"the seed-{seed} run in {runs_folder} made no search (a run from before the profile "
                          "chose each row's rate and length)")
     return tables
@@ -76,7 +78,7 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
     out = {row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)} for row in [*ROWS, "raw input"]}
     for row in rows:
         local, term = ROWS[row]
-        before, key = tables[dcdl.CHOICE_TABLE][f"{row} ({column})"], (row, column)
+        before, key = tables[dcdl.CHOICE_TABLE.id][f"{row} ({column})"], (row, column)
         chapter_lr = float(f"{10 ** before['log10 rate'][0]:.3g}")  # the run file records its log10
         fits = dcdl.row_fits(splits, {key: (local, term, check["noise"])}, wider, seed=seed, pairs=pairs)
         if check["rates"] == "the chapter's":
@@ -93,7 +95,7 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
         out[row] = {
             "search": {"lr": pick["lr"], "epochs": pick["epochs"], "tried": pick["tried"],
                        "validation curve at that rate": search[curve],
-                       "the chapter's curve at that rate": tables[dcdl.SEARCH_TABLE].get(curve)},
+                       "the chapter's curve at that rate": tables[dcdl.SEARCH_TABLE.id].get(curve)},
             "accuracy": round(100 * run.metrics["accuracy"], 2),
             "chapter's choice": {"lr": chapter_lr, "epochs": before["epochs"][0]},
             **out[row],

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, train
+from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, tables, train
 from .data import Splits
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
@@ -361,16 +361,16 @@ def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     return {name: (value, lr) for name, (value, lr, _) in best.items()}
 
 
-#: The title of the table of each method's validation curve at the chosen setting (:func:`choose_lengths`).
-LENGTH_TABLE = "Length: MAP@R on the validation classes at each checkpoint"
+#: The table of each method's validation curve at the chosen setting (:func:`choose_lengths`).
+LENGTH_TABLE = tables.BENCH_LENGTH
 
 
 def still_climbing(runs: list[dict]) -> tuple[int, int]:
     """``(capped, chosen)``: over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`), seed by seed, how
     many of the lengths chosen (seeds x methods, a sum over the runs' :data:`LENGTH_TABLE`) the budget set, not the
     curve (:func:`capped`); ``(0, 0)`` when no run chose a length."""
-    tables = [t["measured"] for r in runs for t in r["tables"] if t["table"] == LENGTH_TABLE]
-    return sum(len(capped(t)) for t in tables), sum(len(t) for t in tables)
+    found = [t["measured"] for r in runs for t in r["tables"] if tables.key(t) == LENGTH_TABLE.id]
+    return sum(len(capped(t)) for t in found), sum(len(t) for t in found)
 
 
 def capped(table: dict) -> list[str]:

@@ -27,9 +27,10 @@ import numpy as np
 import pandas as pd
 
 from . import evidence
+from . import tables as declared
 from .labels import label_tex
 from .records import merge_seeds
-from .tables import REFERENCES, STARTED  # the reference rows every main table carries; a start's
+from .tables import REFERENCES, STARTED, Table  # the reference rows every main table carries; a start's
 
 #: Why 2 points of Recall@1 is the smallest effect of interest for a retrieval claim: one unseen-class query in
 #: fifty finds a right neighbour it did not before, about the spread of a method's R@1 between seeds on our test
@@ -39,7 +40,7 @@ RETRIEVAL = (2.0, "2 points of R@1: one query in fifty; below it, no reader woul
 
 @dataclass(frozen=True)
 class Claim:
-    """``row`` beats ``base`` on ``column`` of ``table`` (a recorded table's exact name), by at least
+    """``row`` beats ``base`` on ``column`` of ``table`` (a declared table, :mod:`dml_tutorial.tables`), by at least
     ``smallest_effect`` points to matter (``why``). With ``control``, the claim is about the change of the gain
     from ``control`` to ``column``, and the gate asks whether training helps without the cause (at ``control``):
     under heavy noise every trained row may fall below the raw input, which is the phenomenon, not a test bed where
@@ -54,7 +55,7 @@ class Claim:
     differ (a baseline sampled as the paper states, named by how)."""
 
     text: str
-    table: str
+    table: Table
     base: str
     row: str
     column: str
@@ -64,7 +65,7 @@ class Claim:
     gated: bool = True
     paper_row: str | None = None
     base_column: str | None = None
-    gate: tuple[str, str, str] | None = None
+    gate: tuple[Table, str, str] | None = None
     paper_base: str | None = None
 
 
@@ -77,13 +78,13 @@ DCDL_VALIDATED = {"W": "0.1", "L": "0.05"}
 
 
 def _dcdl() -> list[Claim]:
-    table = "Tables 1/4: local losses with and without the discrepancy term"
+    table = declared.DCDL_MAIN
     why = "1 point of linear-probe accuracy: one test image in a hundred changes class"
     clean = (table, "L_Trip", "clean")  # a claim under noise is gated on its clean control
     at_paper = [Claim(f"+ L^{term} beats L_Trip ({column})", table, "L_Trip", f"L_Trip + L^{term}", column, 1.0, why,
                       gate=None if column == "clean" else clean)
                 for term in ("W", "L") for column in ("clean", "sym 0.3", "asym 0.2")]
-    validated = [Claim(f"+ L^{term} at lambda = {lam} beats L_Trip (clean)", "Table 3: the weight lambda",
+    validated = [Claim(f"+ L^{term} at lambda = {lam} beats L_Trip (clean)", declared.DCDL_WEIGHT,
                        f"L_Trip + L^{term}", f"L_Trip + L^{term}", lam, 1.0, why, base_column="0.0",
                        gate=clean) for term, lam in DCDL_VALIDATED.items()]
     # L^W as GeomLoss's defaults compute it (annealed, not converged at epsilon): our reading of what the paper ran,
@@ -102,7 +103,7 @@ def _ecaml() -> list[Claim]:
     with them. The released code also holds the fc rows at unit norm (a penalty of weight 0.5): the released-EC
     rows are compared with baselines that carry the same penalty (``<base>, fc unit norm``), so that the difference
     is EC's alone."""
-    table = "Tables 4/5: unseen classes with and without EC"
+    table = declared.ECAML_MAIN
     rows = (("Triplet", "ECAML(Tri)"), ("N-Pair", "ECAML(N-Pair)"), ("Binomial", "ECAML(Binomial)"))
     return ([Claim(f"EC improves {base} (unseen R@1)", table, base, row, "R@1", *RETRIEVAL) for base, row in rows]
             + [Claim(f"EC as released improves {base} (unseen R@1)", table, f"{base}, fc unit norm",
@@ -114,8 +115,8 @@ def _ecaml() -> list[Claim]:
 
 
 def _eps() -> list[Claim]:
-    table = "Table 2: unseen classes"
-    even_odd = [Claim("EPS keeps the sub-classes of an even/odd class apart (train R@1)", "Table 1: even/odd",
+    table = declared.EPS_MAIN
+    even_odd = [Claim("EPS keeps the sub-classes of an even/odd class apart (train R@1)", declared.EPS_EVEN_ODD,
                       "Triplet", "EPS + Triplet", "train R@1", 5.0,
                       "5 points of R@1 by sub-class: less does not show as separate modes in the 2-D picture; "
                       "not gated, since the claim is that the baseline loses structure the input has",
@@ -128,7 +129,7 @@ def _eps() -> list[Claim]:
     original = [Claim(f"EPS improves {base} sampled as the original papers, every positive pair (unseen R@1)", table,
                       f"{base}, all positives", f"EPS + {base}", "R@1", *RETRIEVAL, paper_base=base)
                 for base in bases[:2]]
-    letters = "Table 3: unseen superclasses by letter"
+    letters = declared.EPS_LETTERS
     why = (f"{RETRIEVAL[1]}; gated on retrieving the superclasses it was trained on, since the claim is that "
            "the baseline loses the letters")
     superclasses = [Claim(f"EPS improves {base} on the letters of unseen superclasses (R@1)", letters, base,
@@ -138,7 +139,7 @@ def _eps() -> list[Claim]:
 
 
 def _noise() -> list[Claim]:
-    table = "Recall@1 and NMI under symmetric label noise"
+    table = declared.NOISE_MAIN
     return [Claim(f"random semi-hard's lead over fixed grows with noise (R@1, {column} vs p = 0)", table,
                   "triplet, fixed semi-hard", "triplet, random semi-hard", column, 2.0,
                   "2 points of R@1 more lead under noise than without: the retrieval threshold, on the "
@@ -147,7 +148,7 @@ def _noise() -> list[Claim]:
 
 
 def _cbswr() -> list[Claim]:
-    table = "Tables 1/2 and 5/6: ablation of the loss terms"
+    table = declared.CBSWR_ABLATION
     return [Claim(f"CBSwR beats {base} (R@1)", table, base, "CBSwR", "R@1", *RETRIEVAL) for base in ("SME", "CBS")]
 
 
@@ -232,9 +233,9 @@ def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) 
     base = claim.base
     if claim.gate is not None:  # the control as another table or column of the same run records it
         table, base, column = claim.gate
-        measured = (tables or {}).get(table, ({},))[0]
+        measured = (tables or {}).get(table.id, ({},))[0]
         if column not in measured.get(base, {}):
-            return False, f"the run has no {base} ({column}) in {table!r} to gate on"
+            return False, f"the run has no {base} ({column}) in {table.title!r} to gate on"
     refs = gate_references(measured, column)
     if refs is None:
         return False, NO_REFERENCES
@@ -274,7 +275,7 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
     frame when none is)."""
     tables = merge_seeds(runs)
     profile = profile or _profile(runs)
-    found = [(c, tables[c.table]) for c in CLAIMS.get(chapter, []) if c.table in tables]
+    found = [(c, tables[c.table.id]) for c in CLAIMS.get(chapter, []) if c.table.id in tables]
     found = [(c, measured, paper, v) for c, (measured, paper) in found if (v := _values(measured, c)) is not None]
     confidence = evidence.adjusted_confidence(max(1, len(found)))
     rows = []
@@ -317,9 +318,9 @@ def above_references(runs: list[dict], chapter: str) -> pd.DataFrame:
     hold."""
     tables, out = merge_seeds(runs), []
     for table, column in dict.fromkeys((c.table, c.column) for c in CLAIMS.get(chapter, [])):
-        if table not in tables:
+        if table.id not in tables:
             continue
-        measured = tables[table][0]
+        measured = tables[table.id][0]
         compared = {name for c in CLAIMS[chapter] if c.table == table for name in (c.base, c.row)}
         means = {row: 100 * float(np.mean(cols[column])) for row, cols in measured.items()
                  if column in cols and (row in compared or row in REFERENCES)}
@@ -327,7 +328,7 @@ def above_references(runs: list[dict], chapter: str) -> pd.DataFrame:
         if not trained or not all(r in means for r in REFERENCES):
             continue
         best = max(trained, key=trained.get)
-        out.append({"table": table, "column": column, "best trained row": best, "best trained": trained[best],
+        out.append({"table": table.title, "column": column, "best trained row": best, "best trained": trained[best],
                     **{r: means[r] for r in REFERENCES}})
     return pd.DataFrame(out, columns=["table", "column", "best trained row", "best trained", *REFERENCES])
 

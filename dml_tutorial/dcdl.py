@@ -22,7 +22,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import experiment, ladder, losses, metrics
+from . import experiment, ladder, losses, metrics, tables
 from .data import Splits
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .objective import Objective
@@ -160,8 +160,7 @@ def choose_trainings(fits: dict, rates, rate_ladder=None, metric: str = "probe a
 
 
 #: The two tables the chapter records when it chooses each row's training (test bed II).
-SEARCH_TABLE = "Each row's rate and length: the probe on a held-out training face"
-CHOICE_TABLE = "The rate and length each row trained at"
+SEARCH_TABLE, CHOICE_TABLE = tables.DCDL_SEARCH, tables.DCDL_CHOICE
 
 
 def choice_table(chosen: dict) -> dict:
@@ -188,9 +187,9 @@ def search_edges(runs: list[dict]) -> dict:
     ``lr_candidates``, else of the rates the row tried). Runs that chose nothing are skipped; ``{}`` for none."""
     out: dict = {}
     for run in runs:
-        tables = {t["table"]: t["measured"] for t in run["tables"]}
-        for row, choice in tables.get(CHOICE_TABLE, {}).items():
-            tried = {name.rpartition(", lr ")[2]: columns for name, columns in tables[SEARCH_TABLE].items()
+        recorded = {tables.key(t): t["measured"] for t in run["tables"]}
+        for row, choice in recorded.get(CHOICE_TABLE.id, {}).items():
+            tried = {name.rpartition(", lr ")[2]: columns for name, columns in recorded[SEARCH_TABLE.id].items()
                      if name.rpartition(", lr ")[0] == row}
             lengths = [int(column.split()[0]) for columns in tried.values() for column in columns]
             settings = run.get("settings", {})

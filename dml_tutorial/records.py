@@ -1,6 +1,7 @@
 """Recorded tables as data, below both :mod:`~dml_tutorial.claims` and :mod:`~dml_tutorial.report`: a table is
-``{"table", "seeds", "measured": {row: {column: [value per seed]}}, "paper": {row: {column: value}}}``, as a run
-file stores it and as :func:`dml_tutorial.report.record` records it.
+``{"table": title, "id": its id (a declared table, :mod:`dml_tutorial.tables`), "seeds", "measured": {row:
+{column: [value per seed]}}, "paper": {row: {column: value}}}``, as a run file stores it and as
+:func:`dml_tutorial.report.record` records it.
 
 :data:`SESSION` keeps every table this process recorded (a notebook's kernel), so that a chapter's conclusions are
 computed by the same function (:func:`dml_tutorial.claims.assess`) from the same tables as its pages are from its
@@ -12,6 +13,8 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+
+from .tables import key
 
 #: The tables recorded in this process, oldest first (:func:`dml_tutorial.report.record` appends).
 SESSION: list[dict] = []
@@ -25,30 +28,32 @@ def session_run(chapter: str) -> dict:
 
 
 def merge_seeds(runs: list[dict]) -> dict:
-    """``{table: (measured, paper)}`` with one value per seed over ``runs``; a seed recorded twice keeps the newest
+    """``{table: (measured, paper)}`` with one value per seed over ``runs``, each table under its id where it is a
+    declared one (:mod:`dml_tutorial.tables`), else its title; a seed recorded twice keeps the newest
     run's value (``runs`` oldest first), so re-running a seed replaces it rather than counting it twice."""
     by_seed, paper = defaultdict(dict), {}
     for run in runs:
         for t in run["tables"]:
-            paper[t["table"]] = t["paper"]
+            paper[key(t)] = t["paper"]
             for row, cols in t["measured"].items():
                 for col, values in cols.items():
                     for seed, value in zip(t["seeds"], np.atleast_1d(values)):
-                        by_seed[(t["table"], row, col)][seed] = value
+                        by_seed[(key(t), row, col)][seed] = value
     merged = defaultdict(lambda: defaultdict(dict))
     for (table, row, col), values in by_seed.items():
         merged[table][row][col] = [values[s] for s in sorted(values)]
     return {table: (dict(rows), paper[table]) for table, rows in merged.items()}
 
 
-def row_seeds(runs: list[dict], table: str) -> dict:
-    """``{row: [seed, ...]}``: the seeds whose runs recorded each row of ``table``, sorted. The rows of a table can
+def row_seeds(runs: list[dict], table) -> dict:
+    """``{row: [seed, ...]}``: the seeds whose runs recorded each row of ``table`` (a declared
+    :class:`~dml_tutorial.tables.Table`, or an undeclared table's title), sorted. The rows of a table can
     differ from seed to seed (the bench's search walks each seed its own way, :func:`dml_tutorial.bench.search`),
     and :func:`merge_seeds` then gives such a row fewer values than the table has seeds."""
     seeds = defaultdict(set)
     for run in runs:
         for t in run["tables"]:
-            if t["table"] == table:
+            if key(t) == str(getattr(table, "id", table)):
                 for row in t["measured"]:
                     seeds[row].update(t["seeds"])
     return {row: sorted(s) for row, s in seeds.items()}

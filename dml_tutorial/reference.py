@@ -36,6 +36,7 @@ import numpy as np
 
 from .chapters import chapters, results_path
 from .labels import mean_std
+from .tables import key
 
 ENV = "DML_TUTORIAL_CHECK"  # "1": compare with each chapter's committed record; or the path of a results file
 #: A JSON-lines file to which every check appends each cell's committed and fresh values (nbval sets it in
@@ -102,13 +103,13 @@ def compare(table: str, committed: dict, fresh: dict) -> list[str]:
 
 
 def claim_differences(chapter: str, table: str, measured: dict) -> dict:
-    """``{claim text: per-seed paired differences}`` for each claim of ``chapter`` on ``table`` that ``measured``
+    """``{claim text: per-seed paired differences}`` for each claim of ``chapter`` on ``table`` (its id) that ``measured``
     holds the rows and columns of (:func:`dml_tutorial.claims._values`, the verdict's own pairing)."""
     from .claims import CLAIMS, _values
 
     out = {}
     for claim in CLAIMS.get(chapter, []):
-        if claim.table == table and (values := _values(measured, claim)) is not None:
+        if claim.table.id == table and (values := _values(measured, claim)) is not None:
             base, row = values
             out[claim.text] = (np.asarray(row, float) - np.asarray(base, float)).tolist()
     return out
@@ -132,16 +133,16 @@ def compare_claims(chapter: str, table: str, committed: dict, fresh: dict) -> li
     return problems
 
 
-def check(table: str, measured: dict, settings: dict, seeds) -> None:
+def check(table, measured: dict, settings: dict, seeds) -> None:
     """Raise :class:`ResultsDrifted` unless ``measured`` agrees with the committed record of the same table, run
     in the same profile with the same seeds. ``settings`` must name its ``chapter`` (``profiles.settings`` does)."""
-    chapter = settings.get("chapter")
+    chapter, wanted, table = settings.get("chapter"), getattr(table, "id", table), str(table)
     path = reference_file(chapter)
     rerun = f"re-execute the chapter to record it: dml-tutorial run {chapter}"
     if not path.exists():
         raise ResultsDrifted(f"no committed record {path} to check table {table!r} against; {rerun}")
     record = json.loads(path.read_text())
-    matches = [t for t in record["tables"] if t["table"] == table]
+    matches = [t for t in record["tables"] if key(t) == wanted]
     if not matches:
         raise ResultsDrifted(f"table {table!r} is not in the committed record {path.name}; {rerun}")
     if record["profile"] != settings.get("profile") or list(matches[0]["seeds"]) != [int(s) for s in seeds]:
@@ -149,9 +150,9 @@ def check(table: str, measured: dict, settings: dict, seeds) -> None:
                              f"{matches[0]['seeds']}, so it cannot check table {table!r} of a "
                              f"{settings.get('profile')} run with seeds {list(seeds)}: run the chapter's default "
                              f"profile, or {rerun}")
-    log_drift(chapter, table, matches[0]["measured"], measured)
+    log_drift(chapter, wanted, matches[0]["measured"], measured)
     problems = compare(table, matches[0]["measured"], measured) + compare_claims(
-        chapter, table, matches[0]["measured"], measured)
+        chapter, wanted, matches[0]["measured"], measured)
     if problems:
         raise ResultsDrifted(f"{len(problems)} number(s) of chapter {chapter!r} left the tolerance around its "
                              f"committed record {path.name}:\n  " + "\n  ".join(problems) +

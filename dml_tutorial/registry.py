@@ -39,8 +39,18 @@ def definition(chapter: str, claim) -> dict:
     fields = ("table", "base", "row", "column", "control", "base_column", "gate", "gated", "smallest_effect",
               "paper_row", "paper_base")
     out = {"chapter": chapter, "claim": claim.text}
-    out.update({f: list(v) if isinstance(v := getattr(claim, f), tuple) else v for f in fields})
+    out.update({f: _plain(getattr(claim, f)) for f in fields})
     return out
+
+
+def _plain(value):
+    """A claim's field as the registry writes it: a tuple as a list, a declared table by its title (as registered
+    before tables had ids, so that no registered line changed)."""
+    from .tables import Table
+
+    if isinstance(value, tuple):
+        return [_plain(v) for v in value]
+    return value.title if isinstance(value, Table) else value
 
 
 def lines(claims_by_chapter: dict | None = None) -> list[str]:
@@ -99,6 +109,7 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
     did not precede, or None}}``. A run's commit is read without its ``-dirty`` mark: what matters is whether the
     definition was committed before the tree the run started from."""
     from .claims import CLAIMS
+    from .tables import key
 
     reg = registered(root)
     out = {}
@@ -107,7 +118,7 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
             commit = reg.get((chapter, claim.text), (UNCOMMITTED, None))[0]
             by_profile = {}
             for run in sorted(runs, key=lambda r: r["date"]):
-                if run.get("chapter") == chapter and any(t["table"] == claim.table for t in run["tables"]):
+                if run.get("chapter") == chapter and any(key(t) == claim.table.id for t in run["tables"]):
                     made = by_profile.setdefault(run.get("profile"), [])
                     if (c := run["commit"].removesuffix("-dirty")) not in made:
                         made.append(c)

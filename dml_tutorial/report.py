@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from . import __version__, claims, evidence, reference, registry
+from . import tables as declared
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .labels import label_tex
 from .records import SESSION, merge_seeds, row_seeds
-from .tables import REFERENCES, STARTED, results_table, styled
+from .tables import REFERENCES, STARTED, TABLES, Table, id_of, results_table, styled, title_of
 
 ENV = "DML_TUTORIAL_RECORD"
 ROOT = REPOSITORY
@@ -64,21 +65,28 @@ def device_name(device) -> str:
     return f"{dev.type}: {platform.machine()}, {torch.get_num_threads()} threads"
 
 
-def record(table: str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,
+def record(table: Table | str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,
            choices: dict | None = None):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
     :func:`dml_tutorial.tables.results_table` (returned styled, :func:`dml_tutorial.tables.styled`; the table is
     its ``.data``); under ``dml-tutorial run``, record them for the report; under nbval
     (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
     (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
+    ``table``: a declared :class:`~dml_tutorial.tables.Table` (one that claims or code read; its id is recorded
+    beside its title), or the title of a table only shown.
     ``cfg``: the chapter's settings (:class:`dml_tutorial.settings.Settings`), recorded as they are; ``choices``:
     what the run chose for itself (a searched rate, a cluster head: ``{"head": "released"}``), recorded beside
     them, never in them. An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
+    declared = table if isinstance(table, Table) else None
+    if declared is None and id_of(table):
+        raise ValueError(f"{table!r} is a declared table: record it as tables.{_constant(id_of(table))}, so that "
+                         "its claims find it by its id")
     if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
         print(f"{table}: not part of the {cfg['profile']} profile")
         return None
     settings = cfg.to_dict()  # every setting that made the numbers, the per-loss dicts included
-    entry = {"table": table, "seeds": [int(s) for s in seeds], "device": device_name(device),
+    entry = {"table": str(table), **({"id": declared.id} if declared else {}), "seeds": [int(s) for s in seeds],
+             "device": device_name(device),
              "settings": settings, **({"choices": _plain(choices)} if choices else {}),
              "measured": _jsonable(measured), "paper": _jsonable(paper)}
     SESSION.append(entry)  # what the chapter's conclusions assess (records.session_run)
@@ -89,6 +97,11 @@ def record(table: str, measured: dict, paper: dict | None = None, *, cfg, seeds,
     if os.environ.get(reference.ENV):
         reference.check(table, _jsonable(measured), settings, seeds)
     return styled(results_table(measured, paper, digits))
+
+
+def _constant(id: str) -> str:
+    """The name of the :mod:`dml_tutorial.tables` constant of the declared table ``id``."""
+    return next(name for name, value in vars(declared).items() if value is TABLES[id])
 
 
 def record_figure(fig, name: str):
@@ -215,9 +228,9 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
     lines += sorted({r["command"] for r in runs}) + ["```", ""]
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
-        used = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
+        used = sorted({s for r in runs for t in r["tables"] if declared.key(t) == table for s in t["seeds"]})
         fewer = [f"{row} (seeds {', '.join(map(str, s))})" for row, s in row_seeds(runs, table).items() if s != used]
-        lines += [f"{sub} {table}", "", markdown_table(results_table(measured, paper)), "",
+        lines += [f"{sub} {title_of(table)}", "", markdown_table(results_table(measured, paper)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, used))}{quoted}"
                   + (f"; these rows over fewer seeds: {'; '.join(fewer)}." if fewer else "."), ""]
     verdicts = registry.annotate(claims.assess(runs[0]["chapter"], runs), runs[0]["chapter"], profile, registration)
@@ -564,7 +577,7 @@ def _recorded_group(chapter: str, profile: str, results: Path, say: bool = True)
 
 def _claims_per_table(chapter: str, tables: dict) -> dict[str, int]:
     """``{table: number of the chapter's claims comparing it}`` over the recorded ``tables``, in claim order."""
-    mine = [c.table for c in claims.CLAIMS.get(chapter, []) if c.table in tables]
+    mine = [c.table.id for c in claims.CLAIMS.get(chapter, []) if c.table.id in tables]
     return {t: mine.count(t) for t in dict.fromkeys(mine)}
 
 
@@ -576,7 +589,7 @@ def headroom(chapter: str, runs: list[dict]) -> str:
     if not counts:
         return ""
     refs = claims.above_references(runs, chapter)
-    row = refs[refs["table"] == max(counts, key=counts.get)].head(1).to_dict("records")
+    row = refs[refs["table"] == title_of(max(counts, key=counts.get))].head(1).to_dict("records")
     if not row:
         return ""
     r = row[0]
@@ -592,14 +605,14 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
     they read (mean ± std over seeds, the paper's numbers beside), and the names of the other compared tables
     (:func:`details` shows them); for a chapter without claims, each table that carries the reference rows, whole."""
     tables = merge_seeds(runs)
-    mine = [c for c in claims.CLAIMS.get(chapter, []) if c.table in tables]
+    mine = [c for c in claims.CLAIMS.get(chapter, []) if c.table.id in tables]
     keep = {t: (None, None) for t, (m, _) in tables.items() if all(r in m for r in REFERENCES)} if not mine else {}
     counts = _claims_per_table(chapter, tables)
     main = max(counts, key=counts.get) if counts else None  # max: the first of equal counts
     for c in mine:
-        if c.table != main:
+        if c.table.id != main:
             continue
-        rows, columns = keep.setdefault(c.table, ({}, {}))
+        rows, columns = keep.setdefault(c.table.id, ({}, {}))
         rows.update(dict.fromkeys((c.base, c.row, *REFERENCES, STARTED)))
         columns.update(dict.fromkeys(x for x in (c.control, c.base_column, c.column) if x))
     others = [t for t in counts if t != main]
@@ -615,13 +628,14 @@ def compact_tables(chapter: str, runs: list[dict]) -> list[str]:
                     for r in names}
 
         quoted = cut(paper)
-        seeds = sorted({s for r in runs for t in r["tables"] if t["table"] == table for s in t["seeds"]})
-        lines += [f"**{table}**" + ("" if rows is None else ": the rows and columns the claims compare"), "",
+        seeds = sorted({s for r in runs for t in r["tables"] if declared.key(t) == table for s in t["seeds"]})
+        lines += [f"**{title_of(table)}**" + ("" if rows is None else ": the rows and columns the claims compare"), "",
                   markdown_table(results_table(cut(measured), quoted if any(quoted.values()) else None)), "",
                   f"In %, mean ± std over seeds {', '.join(map(str, seeds))}"
                   + ("; paper columns quoted from the paper." if any(quoted.values()) else "."), ""]
     if others:
-        lines += [f"The other tables the claims compare ({'; '.join(others)}) are in the details below.", ""]
+        named = "; ".join(map(title_of, others))
+        lines += [f"The other tables the claims compare ({named}) are in the details below.", ""]
     return lines
 
 

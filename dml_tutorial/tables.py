@@ -1,9 +1,18 @@
-"""Recorded tables, without torch or plotting: the names their rows share across chapters (the reference rows
-every main table carries beside its trained rows, which :func:`dml_tutorial.experiment.references` measures and the
-gate of :mod:`dml_tutorial.claims` asks every trained control to beat) and how a results table is shown, measured
-beside the paper's numbers (:func:`results_table`, :func:`styled`)."""
+"""Recorded tables, without torch or plotting: the tables that claims and code read, each by a constant id; the
+names their rows share across chapters (the reference rows every main table carries beside its trained rows, which
+:func:`dml_tutorial.experiment.references` measures and the gate of :mod:`dml_tutorial.claims` asks every trained
+control to beat); and how a results table is shown, measured beside the paper's numbers (:func:`results_table`,
+:func:`styled`).
+
+A table that a claim or the code reads is a :class:`Table` constant here (``tables.CBSWR_ABLATION``): a chapter
+records it under it (``report.record(tables.CBSWR_ABLATION, ...)``), a run file stores its ``id`` beside its title,
+and claims find it by the id. So a page's title can be reworded without touching a claim or a run file, and a claim
+that names a table no longer declared fails when the package is imported, instead of silently leaving its family.
+"""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -16,6 +25,66 @@ REFERENCES = ("raw input", "untrained network")
 #: :func:`dml_tutorial.pretrain.load_start`): its features as they are, before any fine-tuning (ImageNet features
 #: on CUB, in small). A fine-tuned row that does not beat it has learned nothing the start did not hold.
 STARTED = "pretrained, not fine-tuned"
+
+
+@dataclass(frozen=True)
+class Table:
+    """A recorded table that claims or code read: ``id``, constant (what a claim, a chapter and a run file name it
+    by), and ``title``, what a page shows."""
+
+    id: str
+    title: str
+
+    def __str__(self):
+        return self.title
+
+
+#: Every declared table, by id.
+TABLES: dict[str, Table] = {}
+
+
+def _declare(id: str, title: str) -> Table:
+    if id in TABLES or title in {t.title for t in TABLES.values()}:
+        raise ValueError(f"table {id!r} ({title!r}) is declared twice")
+    TABLES[id] = Table(id, title)
+    return TABLES[id]
+
+
+DCDL_MAIN = _declare("dcdl.main", "Tables 1/4: local losses with and without the discrepancy term")
+DCDL_WEIGHT = _declare("dcdl.weight", "Table 3: the weight lambda")
+DCDL_SEARCH = _declare("dcdl.search", "Each row's rate and length: the probe on a held-out training face")
+DCDL_CHOICE = _declare("dcdl.choice", "The rate and length each row trained at")
+CBSWR_ABLATION = _declare("cbswr.ablation", "Tables 1/2 and 5/6: ablation of the loss terms")
+EPS_MAIN = _declare("eps.main", "Table 2: unseen classes")
+EPS_EVEN_ODD = _declare("eps.even_odd", "Table 1: even/odd")
+EPS_LETTERS = _declare("eps.letters", "Table 3: unseen superclasses by letter")
+ECAML_MAIN = _declare("ecaml.main", "Tables 4/5: unseen classes with and without EC")
+NOISE_MAIN = _declare("noise.main", "Recall@1 and NMI under symmetric label noise")
+BENCH_LENGTH = _declare("bench.length", "Length: MAP@R on the validation classes at each checkpoint")
+
+
+def by_id(id: str) -> Table:
+    """The declared table ``id``; an unknown id is an error naming the known ones."""
+    if id not in TABLES:
+        raise KeyError(f"no table {id!r}; declared: {', '.join(TABLES)}")
+    return TABLES[id]
+
+
+def id_of(title: str) -> str | None:
+    """The id of the declared table titled ``title`` (a run file written before tables had ids), else ``None``."""
+    return next((t.id for t in TABLES.values() if t.title == title), None)
+
+
+def title_of(key: str) -> str:
+    """The title a merged table's ``key`` (:func:`key`) is shown under: a declared table's title, else the key."""
+    return TABLES[key].title if key in TABLES else key
+
+
+def key(entry: dict) -> str:
+    """The key a recorded table entry (``{"table": title, "id": ...}``) is merged and looked up by: its id; for an
+    entry without one, the id of the declared table of its title (an entry written before tables had ids), else its
+    title (a table only shown)."""
+    return entry.get("id") or id_of(entry["table"]) or entry["table"]
 
 
 def results_table(measured: dict, paper: dict | None = None, digits: int = 1) -> pd.DataFrame:

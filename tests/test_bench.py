@@ -582,9 +582,9 @@ def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
     assert [n for n in chosen if chosen[n] == longest[n]] == ["MS"]  # as choose_lengths chose
     table["SME, tau = 0.1"]["6 epochs"] = [0.41]  # now rising to the end
     assert bench.capped(table) == ["MS", "SME"]
-    runs = [{"tables": [{"table": bench.LENGTH_TABLE, "measured": table}]},  # two seeds' run files
+    runs = [{"tables": [{"table": bench.LENGTH_TABLE.title, "measured": table}]},  # two seeds' run files
             {"tables": [{"table": "Search", "measured": table},
-                        {"table": bench.LENGTH_TABLE, "measured": {"MS, lam = 0.75, lr 0.001": {
+                        {"table": bench.LENGTH_TABLE.title, "measured": {"MS, lam = 0.75, lr 0.001": {
                             "5 epochs": [0.5], "10 epochs": [0.4]}}}]}]
     assert bench.still_climbing(runs) == (2, 4)  # MS and SME of the first seed's 3; not MS of the second
     assert bench.still_climbing([{"tables": []}]) == (0, 0)

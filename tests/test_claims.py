@@ -13,6 +13,7 @@ from helpers import verdict_cells
 from scipy import stats
 
 from dml_tutorial import claims, evidence, experiment, plots, report
+from dml_tutorial.tables import key
 
 TABLE = "Tables 4/5: unseen classes with and without EC"
 BASES = {"Triplet": "ECAML(Tri)", "N-Pair": "ECAML(N-Pair)", "Binomial": "ECAML(Binomial)"}
@@ -200,19 +201,19 @@ def test_claims_name_tables_and_rows_the_chapters_record():
         record = results_path(notebook)
         if chapter not in claims.CLAIMS:
             continue
-        tables = {t["table"]: t["measured"] for t in json.loads(record.read_text())["tables"]}
-        recorded = [{t["table"]: t["measured"] for t in run["tables"]}
+        tables = {key(t): t["measured"] for t in json.loads(record.read_text())["tables"]}
+        recorded = [{key(t): t["measured"] for t in run["tables"]}
                     for run in report.load_runs() if run["chapter"] == chapter]
         for claim in claims.CLAIMS[chapter]:
-            assert claim.table in tables, (chapter, claim.table)
+            assert claim.table.id in tables, (chapter, claim.table)
             gate_table = claim.table if claim.gate is None else claim.gate[0]  # where the reference rows are
-            assert set(claims.REFERENCES) <= set(tables[gate_table]), (chapter, "reference rows")
+            assert set(claims.REFERENCES) <= set(tables[gate_table.id]), (chapter, "reference rows")
             for row, column in ((claim.base, claim.base_column or claim.column), (claim.row, claim.column)):
-                assert any(column in t.get(claim.table, {}).get(row, {}) for t in [tables, *recorded]), (
+                assert any(column in t.get(claim.table.id, {}).get(row, {}) for t in [tables, *recorded]), (
                     chapter, claim, row)
             if claim.gate is not None:
                 table, row, column = claim.gate
-                assert column in tables[table][row] and set(claims.REFERENCES) <= set(tables[table]), claim
+                assert column in tables[table.id][row] and set(claims.REFERENCES) <= set(tables[table.id]), claim
 
 
 def test_markdown_and_figure_show_every_claim(runs):
@@ -419,12 +420,12 @@ def test_the_compact_view_is_one_table_a_test_bed_and_names_the_others():
     for table in counts:
         rows = {r: {c.column: [0.5, 0.6]} for c in eps_claims if c.table == table for r in (c.base, c.row)}
         rows.update({r: {c.column: [0.1, 0.2]} for c in eps_claims if c.table == table for r in experiment.REFERENCES})
-        tables.append({"table": table, "seeds": [0, 1], "measured": rows, "paper": {}})
+        tables.append({"table": table.title, "seeds": [0, 1], "measured": rows, "paper": {}})
     run = {"chapter": "eps", "tables": tables}
     text = "\n".join(report.compact_tables("eps", [run]))
     assert f"**{main}**" in text and sum(f"**{t}**" in text for t in counts) == 1
     others = [t for t in counts if t != main]
-    assert f"The other tables the claims compare ({'; '.join(others)}) are in the details below." in text
+    assert f"The other tables the claims compare ({'; '.join(map(str, others))}) are in the details below." in text
 
 
 def test_a_superseded_test_bed_gives_no_words_once_its_successor_has_runs(runs, tmp_path, monkeypatch):
@@ -474,7 +475,7 @@ def test_show_keeps_a_test_bed_with_too_few_seeds_for_words_folded(runs, tmp_pat
     (view,) = shown
     assert "seeds 0 so far: fewer than the 5 seeds" in view and "| Triplet |" not in view
     table = one["tables"][0]  # the room a gain has, read off the one seed's compared rows by hand
-    compared = {n for c in claims.CLAIMS["ecaml"] if c.table == table["table"] for n in (c.base, c.row)}
+    compared = {n for c in claims.CLAIMS["ecaml"] if c.table.title == table["table"] for n in (c.base, c.row)}
     best = max(100 * cols["R@1"][0] for row, cols in table["measured"].items() if row in compared)
     assert "(R@1), the best compared row" in view and f"reaches {best:.1f}%," in view
     assert f"{100 - best:.1f} points below 100" in view

@@ -223,7 +223,8 @@ def test_search_edges_counts_the_seeds_whose_choice_sits_at_an_edge_of_the_searc
     choice = dcdl.choice_table(chosen)
     assert choice["A (clean)"]["epochs"] == [15] and choice["B (sym 0.3)"]["epochs"] == [10]
     assert chosen[("C", "sym 0.3")] == {"lr": 1e-2, "epochs": 5, "tried": [1e-3, 3e-3, 1e-2]}
-    tables = [{"table": dcdl.SEARCH_TABLE, "measured": search}, {"table": dcdl.CHOICE_TABLE, "measured": choice}]
+    tables = [{"table": dcdl.SEARCH_TABLE.title, "measured": search},
+              {"table": dcdl.CHOICE_TABLE.title, "measured": choice}]
     run = {"settings": {"lr_ladder": ladder}, "tables": tables}
     recorded = {"tables": [{"table": "Tables 1/4", "measured": {}}]}  # a run that chose no length
     none = dict.fromkeys(dcdl.EDGES, 0)

@@ -57,7 +57,7 @@ def repository(tmp_path):
 
 
 def _run(commit, table, date="2026-11-26T00:00:00+00:00"):
-    return {"chapter": "dcdl", "profile": "glyphs", "commit": commit, "date": date, "tables": [{"table": table}]}
+    return {"chapter": "dcdl", "profile": "glyphs", "commit": commit, "date": date, "tables": [{"table": str(table)}]}
 
 
 def test_a_claim_defined_after_its_run_is_post_hoc_and_one_defined_before_is_not(repository):
