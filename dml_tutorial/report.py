@@ -151,7 +151,7 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
                else {}),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
-            "tables": [{k: t[k] for k in ("table", "seeds", "measured", "paper")} for t in tables],
+            "tables": [{k: t[k] for k in ("table", "id", "seeds", "measured", "paper") if k in t} for t in tables],
             **({"figures": figures} if figures else {})}
 
 

@@ -54,3 +54,14 @@ def test_a_declared_table_recorded_by_its_title_is_refused_and_unknown_ids_named
         tables.by_id("cbswr.main")
     with pytest.raises(ValueError, match="declared twice"):
         tables._declare("dcdl.main", "another title")
+
+
+def test_a_run_file_keeps_each_declared_tables_id(monkeypatch, tmp_path):
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    cfg = profiles.settings("cbswr", "smoke")
+    report.record(tables.CBSWR_ABLATION, {"r": {"R@1": [0.5]}}, cfg=cfg, seeds=[0], device="cpu")
+    report.record("A table only shown", {"r": {"R@1": [0.5]}}, cfg=cfg, seeds=[0], device="cpu")
+    run = report.run_file("cbswr", {}, path, "cmd", 1.0)
+    assert [(t["table"], t.get("id")) for t in run["tables"]] == [
+        (tables.CBSWR_ABLATION.title, "cbswr.ablation"), ("A table only shown", None)]
