@@ -466,15 +466,17 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
 
 
 def run_spec(splits: dict, device="auto"):
-    """``run(spec, progress=False) -> Run``: one :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or
-    :func:`head_search` trained on ``splits[spec.split]`` (:func:`train_and_retrieve`); the ablation's runs keep
-    their trained objective (``Run.state``) for the chapter's pictures."""
+    """``run(spec, progress=False) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
+    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or :func:`head_search` trained on ``splits[spec.split]``
+    (:func:`train_and_retrieve`). A ``functools.partial``, so that the cache's key holds the data it binds."""
+    return partial(_train_spec, splits=splits, device=device)
 
-    def run(spec: RunSpec, progress: bool = False) -> Run:
-        return train_and_retrieve(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device,
-                                  progress=progress, keep_objective=spec.table == ABLATION)
 
-    return run
+def _train_spec(spec: RunSpec, progress: bool = False, *, splits: dict, device="auto") -> Run:
+    """:func:`run_spec`'s runner; the ablation's runs keep their trained objective (``Run.state``) for the
+    chapter's pictures."""
+    return train_and_retrieve(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device,
+                              progress=progress, keep_objective=spec.table == ABLATION)
 
 
 @torch.no_grad()

@@ -165,8 +165,6 @@ def _measure(z_train, train_labels, z_test, test_labels, cfg, probe: bool, seed:
                             cluster_classes=cfg.get("cluster_classes"), f1=True, device=dev), None
 
 
-
-
 def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=None, pairs=None, seed: int = 0,
                   device="auto", train_embeddings: bool = False) -> Run:
     """A reference row measured exactly as a trained run is, with no training (the gate asks every trained

@@ -95,10 +95,3 @@ def rows_of(specs, results: dict, table: str) -> dict:
     whose rows have one column each (CBSwR's)."""
     return {spec.row: results[spec.key] for spec in specs if spec.table == table}
 
-
-def count_by_table(specs) -> dict:
-    """``{table: trainings}`` of a grid, in the order the tables first appear."""
-    out: dict = {}
-    for spec in specs:
-        out[spec.table] = out.get(spec.table, 0) + 1
-    return out
