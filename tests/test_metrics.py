@@ -106,9 +106,8 @@ def test_map_at_r_matches_a_loop(seed):
 
 
 def test_map_at_r_matches_pytorch_metric_learning():
-    """Against pytorch-metric-learning 2.x (2.9.0 in the set-up): the dev extra bounds it below 3, which moves
-    these modules to ``pytorch_metric_learning.evaluation`` and needs Python >= 3.12; neither 3.0 nor Python 3.12
-    was installable where this was written, so the port waits until it can be run."""
+    """Against pytorch-metric-learning 2.x (2.9.0 in the set-up, the newest release on PyPI on 2026-12-04): the
+    dev extra bounds it below 3, so that a major release that moved these modules would not arrive untested."""
     from pytorch_metric_learning.distances import LpDistance
     from pytorch_metric_learning.utils.accuracy_calculator import AccuracyCalculator
     from pytorch_metric_learning.utils.inference import CustomKNN
