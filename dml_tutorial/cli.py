@@ -42,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import slurm
+from . import __version__, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
 
@@ -526,6 +526,7 @@ def _parser() -> argparse.ArgumentParser:
     written = RESULTS if in_checkout() else Path("data") / "results"  # never into an installed package
 
     parser = argparse.ArgumentParser(prog="dml-tutorial", description=__doc__.split("\n\n")[0].replace("``", ""))
+    parser.add_argument("--version", action="version", version=f"dml-tutorial {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="execute chapter notebooks with papermill")
     run.add_argument("chapter", help=f"a chapter name or 'all' (known: {', '.join(chapters()) or 'none'})")

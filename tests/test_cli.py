@@ -351,3 +351,11 @@ def test_top_level_help_is_plain_text(capsys):
         cli.main(["--help"])
     out = capsys.readouterr().out
     assert "dml-tutorial" in out and "``" not in out
+
+
+def test_version_names_the_package_version(capsys):
+    import dml_tutorial
+
+    with pytest.raises(SystemExit) as stop:
+        cli.main(["--version"])
+    assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"dml-tutorial {dml_tutorial.__version__}"

@@ -177,3 +177,34 @@ def test_the_real_sources_carry_their_provenance():
         assert source.url.startswith("https://") and source.note and source.expect, name
         assert source.sha256 is None or len(source.sha256) == 64
     assert dl.SOURCES["cub200"].md5 == "97eceeb196236b17998738112f37df78"  # CaltechDATA's published md5
+
+
+def _tar(members) -> tarfile.TarFile:
+    """An in-memory tar of ``members``: ``(name, kind, link)`` with kind "file", "symlink" or "link"."""
+    out = io.BytesIO()
+    with tarfile.open(fileobj=out, mode="w") as tar:
+        for name, kind, link in members:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = 2
+                tar.addfile(info, io.BytesIO(b"ok"))
+            else:
+                info.type, info.linkname = (tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE), link
+                tar.addfile(info)
+    out.seek(0)
+    return tarfile.open(fileobj=out)
+
+
+@pytest.mark.parametrize("has_filter", [True, False], ids=["data filter", "before the filter (Python < 3.10.12)"])
+def test_unpacking_refuses_members_that_lead_out_of_the_folder(tmp_path, monkeypatch, has_filter):
+    if not has_filter:
+        monkeypatch.delattr(tarfile, "data_filter")
+    refused = (tarfile.TarError, dl.DownloadError)  # the filter's errors, or ours
+    dl._extract_tar(_tar([("a/b.txt", "file", ""), ("a/c.txt", "symlink", "b.txt")]), tmp_path / "ok")
+    assert (tmp_path / "ok" / "a" / "b.txt").read_bytes() == b"ok"
+    for bad in ([("../evil.txt", "file", "")], [("/abs.txt", "file", "")] if not has_filter else [],
+                [("a/out", "symlink", "../../outside")], [("a/hard", "link", "../outside")]):
+        if bad:
+            with pytest.raises(refused):
+                dl._extract_tar(_tar(bad), tmp_path / f"x{len(list(tmp_path.iterdir()))}")
+    assert not (tmp_path / "evil.txt").exists() and not (tmp_path.parent / "evil.txt").exists()
