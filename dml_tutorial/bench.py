@@ -488,7 +488,7 @@ def term_gains(values: dict) -> pd.DataFrame:
 def gated(table: dict, metric: str = "R@1", smallest_effect: float | None = None, confidence: float = 0.95) -> dict:
     """``{method: (passes, reason)}``: the book's one gate rule (:func:`dml_tutorial.evidence.gate`) for every
     method row of a bench table ``{row: {metric: per-seed values}}``: does its ``metric`` beat each reference row
-    the table holds (:data:`~dml_tutorial.experiment.REFERENCES`, and the pretrained start where there is one) by
+    the table holds (:data:`~dml_tutorial.tables.REFERENCES`, and the pretrained start where there is one) by
     ``smallest_effect`` (a fraction; ``None``: the book's smallest retrieval effect,
     :data:`dml_tutorial.claims.RETRIEVAL`, 2 points of R@1), paired by seed at ``confidence`` adjusted for the
     methods tested (Bonferroni), with room below the ceiling? Issue #48: "training helps" and robustness are

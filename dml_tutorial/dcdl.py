@@ -207,7 +207,7 @@ def search_edges(runs: list[dict]) -> dict:
 
 def edges_text(edges: dict, label=str) -> str:
     """:func:`search_edges` as a sentence for the chapter: for each edge some row chose, the rows that chose it and
-    on how many of their seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.plots.label_tex`); ``""``
+    on how many of their seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.labels.label_tex`); ``""``
     when no row chose at an edge."""
 
     def name(row):

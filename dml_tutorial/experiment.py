@@ -470,7 +470,7 @@ def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[R
 
 def table(results: dict, metric: str = "accuracy") -> dict:
     """``{(row, column): [Run]}`` -> ``{row: {column: [metric over seeds]}}``, the input of
-    :func:`dml_tutorial.plots.results_table`."""
+    :func:`dml_tutorial.tables.results_table`."""
     out = {}
     for (row, column), runs in results.items():
         out.setdefault(row, {})[column] = [r.metrics[metric] for r in runs]
