@@ -395,28 +395,8 @@ def _setting(row: str) -> tuple[str, float, float | None]:
     return name, float(value), float(lr) if lr else None
 
 
-def shared_rate(fits: dict, rates, metric: str = "R@1", rate_ladder=None) -> tuple[float, dict]:
-    """One learning rate for several methods, chosen on a validation split (:func:`validation_split`), so that
-    the methods are compared at one rate (the noise chapter's arms, ECAML's losses from the pretrained start).
-
-    ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate tried,
-    rate by rate, the methods at a rate in the order given. The score of a rate is the mean ``metric`` over the
-    methods (the mean of the methods, not the best single run); with a ``rate_ladder`` the search walks on from
-    ``rates`` until the best is flanked (:func:`dml_tutorial.ladder.walk`). Returns the rate with the highest score
-    (ties: the first rate tried) and the table that chose it, ``{rate: {name: [value]}}`` by rate, as
-    :func:`dml_tutorial.report.record` takes it."""
-    rates = list(rates)
-    if not rates or not fits:
-        raise ValueError(f"need at least one rate and one method, got {len(rates)} and {len(fits)}")
-    values = {}
-
-    def score(rate):
-        values.update({(name, rate): fit(rate).metrics[metric] for name, fit in fits.items()})
-        return float(np.mean([values[(name, rate)] for name in fits]))
-
-    mean = ladder.walk(score, rates, rate_ladder)
-    table = {rate: {name: [values[(name, rate)]] for name in fits} for rate in sorted(mean)}
-    return max(mean, key=mean.get), table
+#: One learning rate for several methods: moved to :mod:`dml_tutorial.ladder`, the searches' module.
+shared_rate = ladder.shared_rate
 
 
 def robustness(noisy, topline, metric: str = "R@1") -> dict:

@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from functools import partial
 
-from . import ladder, losses
+from . import experiment, ladder, losses, pretrain
 from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
+from .spec import RunSpec
 
 MINERS = ("band", "band-or-random", "released")
 
@@ -220,3 +221,162 @@ def paper_gains(metric: str = "R@1") -> dict:
     """The paper's own gains from EC, from its quoted Tables 4-6: ``{(dataset, loss): points}`` of ``metric``."""
     return {(dataset, NAMES[local]): round(rows[label(local)][metric] - rows[label(local, 0.0)][metric], 2)
             for dataset, rows in REPORTED.items() for local in PAPER_LOCALS}
+
+
+# --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
+#: The grid's tables, in the order the chapter runs them; the searches' runs are named by the first two.
+WEIGHT_SEARCH, START_RATE = "EC's weight", "the pretrained start's learning rate"
+MAIN, STARTED_ROWS, LAMBDA_TABLE, DROPOUT_TABLE, DIM_TABLE = ("Tables 4/5", "pretrained start", "Table 1", "Table 3",
+                                                              "Table 2")
+#: Tables 2 and 3 train the binomial loss, as the paper's.
+BASE_LOSS = "binomial"
+
+
+def _loss(cfg, local: str, lam: float | None, variant: str = "paper", **changes):
+    """:func:`ecaml_loss` of ``local`` at ``lam`` with the profile's ``local_options`` for it and ``variant``'s
+    EC (:data:`VARIANTS`), ``changes`` over them (e.g. ``fc_unit_norm=0.5``)."""
+    return ecaml_loss(local, lam, local_options=cfg.local_options.get(local),
+                      **{**VARIANTS[variant], **changes})
+
+
+def weight(cfg, choices: dict, local: str, variant: str = "paper") -> float:
+    """EC's weight for ``local`` and ``variant`` in this run: the choice of :func:`weight_search`
+    (``choices["lambda"]`` or ``choices["released lambda"]``), else the paper's (:func:`paper_lambda`)."""
+    chosen = choices.get("lambda" if variant == "paper" else f"{variant} lambda", {})
+    return chosen.get(local, paper_lambda(local, cfg.dataset))
+
+
+def weight_search(run, cfg, seed: int) -> tuple[dict, dict]:
+    """EC's weight for each of ``cfg.locals`` and ``cfg.ec_variants`` on the validation split (:func:`choose_lambdas`
+    from the paper's weight times each of ``cfg.lambda_scales``, along ``cfg.lambda_ladder``), each training one
+    :class:`~dml_tutorial.spec.RunSpec` run by ``run`` (:func:`run_spec`) on ``seed``. Returns the run's choices,
+    ``{"lambda": {local: weight}, "released lambda": {local: weight}}`` (:func:`weight` reads them), and the table
+    that chose them, for :func:`dml_tutorial.report.record`."""
+    def fit(loss_fn):
+        return run(RunSpec(WEIGHT_SEARCH, "", loss_fn, cfg, seed=seed, split="validation"))
+
+    chosen, table = choose_lambdas(fit, cfg.locals, cfg.ec_variants, cfg.lambda_scales, cfg.dataset,
+                                   dict(cfg.local_options), scale_ladder=cfg.lambda_ladder)
+    choices = {}
+    for (local, variant), lam in chosen.items():
+        choices.setdefault("lambda" if variant == "paper" else f"{variant} lambda", {})[local] = lam
+    return choices, table
+
+
+def _started(cfg, table: str, row: str, method, seed: int, lr: float | None = None, epochs: int | None = None,
+             split: str = "main") -> RunSpec:
+    """A run from the softmax-pretrained start (``cfg.pretrained_start``: its ``epochs`` of softmax pre-training
+    at the profile's rate, made once per split and seed by the runner): fine-tuned at ``lr`` (default the start's),
+    the embedding layer at ``head_lr_mult`` times it, for ``epochs`` (default the profile's; 0: the start itself)."""
+    start = cfg.pretrained_start
+    tuned = cfg.replace(lr=lr or start["lr"], head_lr_mult=start["head_lr_mult"],
+                        epochs=cfg.epochs if epochs is None else epochs)
+    return RunSpec(table, row, method, tuned, seed=seed, split=split,
+                   options={"start": {"epochs": start["epochs"], "lr": cfg.lr}})
+
+
+def start_rate_search(run, cfg, seed: int) -> tuple[float, dict]:
+    """The fine-tuning rate from the pretrained start, one for every loss (:func:`dml_tutorial.ladder.shared_rate`
+    over ``cfg.pretrained_start["lr_candidates"]``), each loss without EC trained from the start on the
+    ``"start validation"`` split (its ``held_out`` seen classes) at each rate by ``run`` (:func:`run_spec`), on
+    ``seed``. Returns the rate and the table that chose it, ``{rate: {row: [R@1]}}``."""
+    fits = {label(local, 0.0): partial(lambda rate, local: run(_started(
+        cfg, START_RATE, label(local, 0.0), _loss(cfg, local, 0.0), seed, lr=rate, split="start validation")),
+        local=local) for local in cfg.locals}
+    return ladder.shared_rate(fits, cfg.pretrained_start["lr_candidates"])
+
+
+def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
+    """Every training of the chapter after its searches, under the run's ``choices`` (:func:`weight_search`'s
+    weights, :func:`start_rate_search`'s ``"start lr"``), each on every seed, in the order the chapter runs them:
+
+    - Tables 4/5: each of ``cfg.locals`` without and with EC (at :func:`weight`), with its per-epoch curves; with
+      the released variant among ``cfg.ec_variants``, also the released EC and its baseline, the released fc
+      unit-norm penalty alone;
+    - from the pretrained start (``cfg.pretrained_start``): the start not fine-tuned, then each loss with the fc
+      penalty, without and with the released EC at the paper's weight;
+    - Table 1: ``cfg.ablation_loss`` at each of ``cfg.lambdas`` but the paper's (its lambda = 0 and chosen-weight
+      columns are Tables 4/5's runs), with the paper's miner and options;
+    - Table 3: the binomial loss with each of ``cfg.dropouts`` (its two other rows are Tables 4/5's);
+    - Table 2: the binomial loss without and with EC at the paper's weight at each of ``cfg.dims`` but the
+      profile's (whose runs are Tables 4/5's).
+
+    The notebook runs these (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
+    choices = choices or {}
+    main = []  # (table, row, column, method, settings, options)
+    for local in cfg.locals:
+        curves = {"curves": True}  # seen and unseen R@1 and EC's pull after every epoch (Fig. 2)
+        main += [(MAIN, label(local, 0.0), "", _loss(cfg, local, 0.0), cfg, curves),
+                 (MAIN, label(local), "", _loss(cfg, local, weight(cfg, choices, local)), cfg, curves)]
+        if "released" in cfg.ec_variants:  # EC as the authors' code computes it, and its baseline
+            released = weight(cfg, choices, local, "released")
+            main += [(MAIN, label(local) + ", released EC", "", _loss(cfg, local, released, "released"), cfg, curves),
+                     (MAIN, label(local, 0.0) + ", fc unit norm", "", _loss(cfg, local, 0.0, fc_unit_norm=0.5), cfg,
+                      {})]
+    local, base = cfg.ablation_loss, BASE_LOSS
+    ablations = [(LAMBDA_TABLE, label(local, lam), f"{lam:g}", ecaml_loss(local, lam), cfg, {})
+                 for lam in cfg.lambdas if lam != LAMBDA[local]]
+    ablations += [(DROPOUT_TABLE, f"Binomial + dropout {p:g}", "", ecaml_loss(base, 0.0), cfg.replace(dropout=p), {})
+                  for p in cfg.dropouts]
+    ablations += [(DIM_TABLE, label(base, lam), f"d = {d}",
+                   ecaml_loss(base, lam if lam == 0 else paper_lambda(base, cfg.dataset)), cfg.replace(dim=d), {})
+                  for d in cfg.dims if d != cfg.dim for lam in (0.0, None)]
+    return _each_seed(main, seeds) + _started_grid(cfg, seeds, choices.get("start lr")) + _each_seed(ablations, seeds)
+
+
+def _each_seed(rows, seeds) -> list[RunSpec]:
+    """A spec of each ``(table, row, column, method, settings, options)`` on each seed, row by row."""
+    return [RunSpec(table, row, method, settings, column, seed=s, options=options)
+            for table, row, column, method, settings, options in rows for s in seeds]
+
+
+def _started_grid(cfg, seeds, lr: float | None) -> list[RunSpec]:
+    """The rows from the pretrained start, none without one: the start not fine-tuned (0 epochs), then each loss
+    with the released fc penalty, without and with the released EC at the paper's weight, fine-tuned at ``lr``."""
+    if not cfg.pretrained_start:
+        return []
+    rows = [("softmax-pretrained start, not fine-tuned", _loss(cfg, cfg.locals[0], 0.0), 0)]
+    for local in cfg.locals:
+        rows += [(label(local, 0.0) + ", fc unit norm, pretrained", _loss(cfg, local, 0.0, fc_unit_norm=0.5), None),
+                 (label(local) + ", released EC, pretrained",
+                  _loss(cfg, local, paper_lambda(local, cfg.dataset), "released"), None)]
+    return [_started(cfg, STARTED_ROWS, row, method, s, lr=lr, epochs=epochs)
+            for row, method, epochs in rows for s in seeds]
+
+
+def run_spec(splits: dict, device="auto"):
+    """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
+    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or a search trained on ``splits[spec.split]``
+    (:func:`dml_tutorial.experiment.train_and_retrieve`: P x K batches of its settings, curves where its options
+    ask), from the softmax-pretrained start where they name one (made once per split, seed and start settings,
+    then reused). A ``functools.partial``, so that the cache's key holds the data it binds."""
+    return partial(_train_spec, splits=splits, device=device, starts=_Starts())
+
+
+class _Starts:
+    """The softmax-pretrained starts :func:`run_spec`'s runner made, by split, seed and start settings."""
+
+    def __init__(self):
+        self.made = {}
+
+    def get(self, split: str, data, spec: RunSpec, device) -> dict:
+        start = spec.options["start"]
+        settings = spec.settings.replace(lr=start["lr"], epochs=start["epochs"])  # the pre-training's own
+        key = (split, spec.seed, settings.digest())
+        if key not in self.made:
+            self.made[key] = pretrain.softmax_pretrained(data.train, settings, epochs=start["epochs"], seed=spec.seed,
+                                                         device=device)
+        return self.made[key]
+
+    def describe(self) -> str:  # as data (the cache's key): what it makes, not the weights it holds
+        return "softmax-pretrained starts, made once per split, seed and settings"
+
+
+def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto",
+                starts: _Starts) -> experiment.Run:
+    """:func:`run_spec`'s runner."""
+    data, s = splits[spec.split], spec.settings
+    init = starts.get(spec.split, data, spec, device) if "start" in spec.options else None
+    return experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,
+                                         progress=progress, checkpoint=checkpoint,
+                                         curves=spec.options.get("curves", False), init=init)

@@ -35,6 +35,7 @@ import torch
 
 from . import bench, clustering, data, dcdl, ecaml, eps, ladder, losses, models, noise, train
 from .data.download import SOURCES
+from .experiment import CURVE_SAMPLES
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
 TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10": 170_498_071,
@@ -132,31 +133,20 @@ def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row
     return out
 
 
-def _ecaml(cfg, n_train):  # Tables 4/5, Table 1 (lambda), Table 3 (dropout), Table 2 (dimension)
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
+def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan.add), pre-trainings, the grid
+    batch, shape, start = cfg.p * cfg.k, _shape(cfg), cfg.pretrained_start
     steps = _steps(cfg, n_train, batch)
-    lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]
-    dims = [d for d in cfg["dims"] if d != cfg["dim"]]
-    start = cfg.get("pretrained_start")  # softmax pre-training, then each loss with and without the released EC
-    pre = [Trainings("softmax pre-training", s, _steps(cfg, n_train, batch, epochs=start["epochs"]), batch,
-                     cfg["model"], shape),
-           Trainings("pretrained start", 2 * len(cfg["locals"]) * s, steps, batch, cfg["model"], shape),
-           Trainings("pretrained start, not fine-tuned", s, 0, batch, cfg["model"], shape)] if start else []
-    if start and start.get("lr_candidates"):  # on the validation split: one pre-training, each loss at each rate
-        pre += [Trainings("pretrained start, learning rate", 1 + len(cfg["locals"]) * len(start["lr_candidates"]),
-                          steps, batch, cfg["model"], shape)]
-    scales = cfg.get("lambda_scales") or []  # the walk's sure steps; the chapter adds the rest once run (Plan.add)
-    weights = (ladder.planned(scales, cfg.get("lambda_ladder")) * len(cfg["locals"])
-               * len(cfg.get("ec_variants", ["paper"]))) if scales else 0
-    if weights:  # EC's weight on the validation split, first seed only: each loss, variant and weight
-        pre += [Trainings("EC's weight", weights, steps, batch, cfg["model"], shape)]
-    curves = {"curve_runs": 2 * len(cfg["locals"]) * s, "epochs": cfg["epochs"],  # with and without EC
-              "curve_images": min(cfg.get("curve_samples") or 5000, n_train) * 2}  # seen and unseen (at most)
-    return [Trainings(name, runs * s, steps, batch, cfg["model"], shape, **(curves if name == "Tables 4/5" else {}))
-            for name, runs in
-            (("Tables 4/5", (2 + 2 * ("released" in cfg.get("ec_variants", ()))) * len(cfg["locals"])),
-             ("Table 1", len(lambdas)), ("Table 3", len(cfg["dropouts"])),
-             ("Table 2", 2 * len(dims)))] + pre
+    searches = []
+    if cfg.lambda_scales:  # EC's weight on the validation split, first seed only: each loss, variant and weight
+        runs = ladder.planned(cfg.lambda_scales, cfg.lambda_ladder) * len(cfg.locals) * len(cfg.ec_variants)
+        searches.append(Trainings(ecaml.WEIGHT_SEARCH, runs, steps, batch, cfg.model, shape))
+    rates = (start or {}).get("lr_candidates") or ()
+    if rates:  # the start's rate on its validation split: each loss at each rate, from that split's own start
+        searches.append(Trainings(ecaml.START_RATE, len(cfg.locals) * len(rates), steps, batch, cfg.model, shape))
+    if start:  # a softmax pre-training for each seed's start (and the rate search's)
+        searches.append(Trainings("softmax pre-training", cfg.n_seeds + bool(rates),
+                                  _steps(cfg, n_train, batch, epochs=start["epochs"]), batch, cfg.model, shape))
+    return searches + from_specs(ecaml.grid(cfg, range(cfg.n_seeds)), cfg, n_train)
 
 
 def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Table 2, positives per class
@@ -203,23 +193,39 @@ def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, the
 
 
 def from_specs(specs, cfg, n_train: int) -> list[Trainings]:
-    """The :class:`Trainings` of a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s), one per table
-    and row (its runs: the row's seeds), each with the steps and batch of its own settings and timed with its own
-    method and the settings it changes from the profile's ``cfg`` (a cluster head, K). Unsupervised runs
-    (:mod:`~dml_tutorial.clustering`) take a batch of images and their views, one pass over ``n_train`` images an
-    epoch (the validation split's search is counted at that size: an upper bound)."""
+    """The :class:`Trainings` of a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s): the runs of
+    each table that share their steps, batch, model and what the probe times make one section (named by the table,
+    and by the row where a table has several), each with the steps and batch of its own settings. A supervised run
+    (its method a loss) takes P x K batches, ``batches_per_epoch`` of them or one pass over ``n_train`` images an
+    epoch, and is timed with a triplet loss; one whose options ask for ``curves`` also embeds ``curve_samples`` of
+    each split after every epoch (:class:`Reading`). An unsupervised run (its method a name of
+    :mod:`~dml_tutorial.clustering`) takes a batch of images and their views, one pass over ``n_train`` images an
+    epoch, and is timed with its own method and the settings it changes from the profile's ``cfg`` (a cluster head,
+    K). A validation split's runs are counted at ``n_train`` images: an upper bound."""
     profile = cfg.to_dict()
-    out: dict[tuple, Trainings] = {}
+    groups: dict[tuple, tuple[list, Trainings]] = {}
     for spec in specs:
         own = spec.settings
-        changes = tuple((k, v) for k, v in own.to_dict().items() if v != profile[k])
-        section = f"{spec.table} ({spec.row})"
-        if section not in out:
-            steps = own.epochs * max(1, -(-(n_train - 1) // own.batch_size))
-            out[section] = Trainings(section, 0, steps, 2 * own.batch_size, own.model, _shape(own),
-                                     ("cbswr", spec.method, changes))
-        out[section].runs += 1
-    return list(out.values())
+        if isinstance(spec.method, str):  # an unsupervised method of clustering, by name
+            changes = tuple((k, v) for k, v in own.to_dict().items() if v != profile[k])
+            t = Trainings("", 0, own.epochs * max(1, -(-(n_train - 1) // own.batch_size)), 2 * own.batch_size,
+                          own.model, _shape(own), ("cbswr", spec.method, changes))
+        else:
+            batch, curves = own.p * own.k, spec.options.get("curves", False)
+            t = Trainings("", 0, _steps(own, n_train, batch), batch, own.model, _shape(own), epochs=own.epochs,
+                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if curves else 0)
+        rows, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
+        rows += [spec.row] if spec.row not in rows else []
+        group.runs += 1
+        group.curve_runs += bool(group.curve_images)
+    tables = [table for table, *_ in groups]
+    return [replace(t, section=table if tables.count(table) == 1 else f"{table} ({_rows(rows)})")
+            for (table, *_), (rows, t) in groups.items()]
+
+
+def _rows(rows: list) -> str:
+    """``"a"``, or ``"a and 3 more rows"``: a plan section's rows in brief."""
+    return rows[0] + (f" and {len(rows) - 1} more row{'s' * (len(rows) > 2)}" if len(rows) > 1 else "")
 
 
 def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import ecaml, losses, models, regularizers
+from dml_tutorial import ecaml, experiment, losses, models, pretrain, profiles, regularizers
 
 
 def _setup(seed=0):
@@ -198,3 +198,88 @@ def test_ec_weight_walks_down_its_ladder_while_the_smallest_weight_tried_wins(mo
 def test_the_variants_build_losses_the_training_can_call():
     for variant in ecaml.VARIANTS.values():
         assert callable(ecaml.ecaml_loss("triplet", 0.02, **variant))
+
+
+def _weight(spec) -> float:
+    return spec.method.describe()["terms"]["energy_confusion"]["weight"]
+
+
+def test_the_chapters_grid_declares_each_run_once_in_the_order_it_runs():
+    """ecaml.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it."""
+    cfg = profiles.settings("ecaml", "smoke")
+    specs = ecaml.grid(cfg, [0, 1])
+    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
+    assert list(dict.fromkeys(s.table for s in specs)) == [ecaml.MAIN, ecaml.STARTED_ROWS, ecaml.LAMBDA_TABLE,
+                                                           ecaml.DROPOUT_TABLE, ecaml.DIM_TABLE]
+    assert [s.seed for s in specs if s.key == ("Binomial", "")] == [0, 1]
+    first = {s.key: s for s in specs if s.seed == 0}
+    for local in cfg.locals:  # without and with EC at the paper's weight, the released EC, its baseline
+        assert _weight(first[(ecaml.label(local, 0.0), "")]) == 0.0
+        assert _weight(first[(ecaml.label(local), "")]) == ecaml.LAMBDA[local]
+        assert first[(ecaml.label(local) + ", released EC", "")].method.describe()["fc_unit_norm"] == 0.5
+        assert [first[(ecaml.label(local, lam), "")].options["curves"] for lam in (0.0, None)] == [True, True]
+    table1 = [s for s in specs if s.table == ecaml.LAMBDA_TABLE and s.seed == 0]
+    assert [float(s.column) for s in table1] == [lam for lam in cfg.lambdas if lam != ecaml.LAMBDA["triplet"]]
+    assert [s.settings.dropout for s in specs if s.table == ecaml.DROPOUT_TABLE and s.seed == 0] == list(cfg.dropouts)
+    dims = [(s.settings.dim, _weight(s)) for s in specs if s.table == ecaml.DIM_TABLE and s.seed == 0]
+    assert dims == [(d, lam) for d in cfg.dims if d != cfg.dim for lam in (0.0, ecaml.LAMBDA["binomial"])]
+    assert not ecaml.grid(cfg.replace(pretrained_start=None), [0])[0].options.get("start")
+
+
+def test_the_grid_trains_what_the_searches_chose_and_the_start_as_declared():
+    cfg = profiles.settings("ecaml", "glyphs")
+    choices = {"lambda": {"npair": 0.03}, "released lambda": {"npair": 0.5}, "start lr": 3e-3}
+    specs = {s.key: s for s in ecaml.grid(cfg, [0], choices)}
+    assert _weight(specs[("ECAML(N-Pair)", "")]) == 0.03 and _weight(specs[("ECAML(N-Pair), released EC", "")]) == 0.5
+    assert _weight(specs[("ECAML(Binomial)", "")]) == ecaml.LAMBDA["binomial"]  # not searched: the paper's
+    started = [s for s in specs.values() if s.table == ecaml.STARTED_ROWS]
+    start = cfg.pretrained_start
+    assert {(s.settings.lr, s.settings.head_lr_mult) for s in started} == {(3e-3, start["head_lr_mult"])}
+    assert {s.options["start"]["lr"] for s in started} == {cfg.lr}  # the pre-training keeps the profile's rate
+    assert [s.settings.epochs for s in started] == [0] + [cfg.epochs] * 2 * len(cfg.locals)  # the start itself first
+    released = specs[("ECAML(N-Pair), released EC, pretrained", "")]
+    assert _weight(released) == ecaml.LAMBDA["npair"]  # the released EC from the start: the paper's weight
+    # the profile's options of a loss reach Tables 4/5, not Table 1 (the paper's miner and options there)
+    two = profiles.settings("ecaml", "glyphs2")
+    miners = {s.table: s.method.describe()["local_fn"]["keywords"].get("miner") for s in ecaml.grid(two, [0])
+              if s.row.startswith(("Triplet", "ECAML(Tri)"))}
+    assert miners == {ecaml.MAIN: "released", ecaml.LAMBDA_TABLE: None}
+
+
+def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_names(monkeypatch):
+    made, trained = [], []
+    monkeypatch.setattr(pretrain, "softmax_pretrained", lambda data, cfg, *, epochs, seed, device: made.append(
+        (data, cfg.lr, epochs, seed)) or {"seed": seed})
+    monkeypatch.setattr(experiment, "train_and_retrieve", lambda data, loss_fn, cfg, **kw: trained.append(
+        (data, cfg.lr, cfg.epochs, kw["seed"], kw["init"], kw["curves"])) or SimpleNamespace(metrics={"R@1": 0.5}))
+    cfg = profiles.settings("ecaml", "smoke")
+    main, val = SimpleNamespace(train="main train"), SimpleNamespace(train="val train")
+    run = ecaml.run_spec({"main": main, "start validation": val}, "cpu")
+    started = [s for s in ecaml.grid(cfg, [0, 1]) if s.table == ecaml.STARTED_ROWS]
+    assert all(run(s).metrics == {"R@1": 0.5} for s in started)
+    start = cfg.pretrained_start
+    assert made == [("main train", cfg.lr, start["epochs"], 0), ("main train", cfg.lr, start["epochs"], 1)]
+    assert {(t[0] is main, t[3], t[4]["seed"]) for t in trained} == {(True, 0, 0), (True, 1, 1)}  # its seed's start
+    assert trained[0][1:4] == (start["lr"], 0, 0)  # the start itself: 0 epochs at the start's fine-tuning rate
+    ecaml.start_rate_search(run, cfg.replace(pretrained_start={**start, "lr_candidates": (1e-3, 1e-4)}), 5)
+    assert made[2:] == [("val train", cfg.lr, start["epochs"], 5)]  # one more start: the validation split's
+    assert [t[1] for t in trained[len(started):]] == [1e-3] * len(cfg.locals) + [1e-4] * len(cfg.locals)
+    main_run = next(s for s in ecaml.grid(cfg, [0]) if s.table == ecaml.MAIN)
+    run(main_run)
+    assert trained[-1][4:] == (None, True)  # no start, its curves
+
+
+def test_the_weight_search_trains_on_the_validation_split_and_returns_the_choices_as_data():
+    cfg = profiles.settings("ecaml", "glyphs2").replace(locals=("triplet",))
+    seen = []
+
+    def run(spec):
+        seen.append((spec.split, spec.seed, spec.table))
+        lam = _weight(spec)
+        return SimpleNamespace(metrics={"R@1": -abs(np.log10(lam / 0.02 + 1e-12) + 1)})  # best at a tenth
+
+    choices, table = ecaml.weight_search(run, cfg, 4)
+    assert set(seen) == {("validation", 4, ecaml.WEIGHT_SEARCH)}
+    assert choices == {"lambda": {"triplet": pytest.approx(0.002)}, "released lambda": {"triplet": pytest.approx(0.002)}}
+    assert list(table) == ["ECAML(Tri)", "ECAML(Tri), released EC"]
+    assert _weight(next(s for s in ecaml.grid(cfg, [0], choices) if s.row == "ECAML(Tri)")) == pytest.approx(0.002)

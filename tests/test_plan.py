@@ -108,19 +108,17 @@ def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
         (model, batch)) or 0.01)
     cfg = profiles.settings("ecaml", "smoke")
     p = plan.make("ecaml", cfg, "cpu", n_train=1_000)
-    assert probed == [("mlp", cfg["p"] * cfg["k"])]  # four sections of one shape: one probe
-    lambdas = [lam for lam in cfg["lambdas"] if lam != ecaml.LAMBDA[cfg["ablation_loss"]]]  # its own: Table 4's
-    released = 2 * len(cfg["locals"]) * ("released" in cfg["ec_variants"])  # the released EC and its baseline
-    expected = cfg["n_seeds"] * (2 * len(cfg["locals"]) + released + len(lambdas) + len(cfg["dropouts"])
-                                 + 2 * (len(cfg["dims"]) - 1))
-    # the pretrained start: pre-training, the start itself (0 steps), then each loss with and without the released EC
-    expected += cfg["n_seeds"] * (2 + 2 * len(cfg["locals"]))
-    assert p.runs == expected
-    steps = cfg["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))
-    pre_steps = cfg["pretrained_start"]["epochs"] * (1_000 // (cfg["p"] * cfg["k"]))  # the pre-trainings' epochs
-    assert p.estimate() == pytest.approx(((expected - 2 * cfg["n_seeds"]) * steps + cfg["n_seeds"] * pre_steps) * 0.01)
+    assert probed == [("mlp", cfg["p"] * cfg["k"])]  # every section of one shape: one probe
+    specs = ecaml.grid(cfg, range(cfg.n_seeds))  # the chapter's grid, and a softmax pre-training for each seed
+    assert p.runs == len(specs) + cfg.n_seeds
+    per_epoch = 1_000 // (cfg.p * cfg.k)  # one pass over the images an epoch, as PKSampler
+    steps = sum(s.settings.epochs for s in specs) * per_epoch  # the start itself: 0 epochs
+    assert 0 in {s.settings.epochs for s in specs}
+    assert p.estimate() == pytest.approx((steps + cfg.n_seeds * cfg.pretrained_start["epochs"] * per_epoch) * 0.01)
+    curves = sum(1 for s in specs if s.options.get("curves"))  # every run of Tables 4/5 with its curves
+    assert sum(t.curve_runs for t in p.trainings) == curves == 3 * len(cfg.locals) * cfg.n_seeds
     text = str(p)
-    assert "Plan of the ecaml chapter, smoke profile, on CPU" in text and f"Trainings: {expected}" in text
+    assert "Plan of the ecaml chapter, smoke profile, on CPU" in text and f"Trainings: {p.runs}" in text
     assert "Downloads:\n  none" in text
     with pytest.raises(ValueError, match="no plan for chapter 'loss_zoo'"):
         plan.make("loss_zoo", cfg)
