@@ -441,11 +441,11 @@ def head_search(cfg, seed: int) -> list[RunSpec]:
 
 
 def choose_head(searched: dict) -> dict:
-    """The run's choice from :func:`head_search`'s runs (``{(row, column): [Run]}``): ``{"head": h}`` of the best
-    validation R@1 (ties: the first tried), or ``{}`` where nothing was searched."""
+    """The run's choice from :func:`head_search`'s runs (``{(table, row, column): [Run]}``): ``{"head": h}`` of
+    the best validation R@1 (ties: the first tried), or ``{}`` where nothing was searched."""
     if not searched:
         return {}
-    r1 = {row: runs[0].metrics["R@1"] for (row, _), runs in searched.items()}
+    r1 = {row: runs[0].metrics["R@1"] for (_, row, _), runs in searched.items()}
     return {"head": max(r1, key=r1.get).removeprefix("CBS, ").removesuffix(" head")}
 
 

@@ -394,9 +394,18 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
 def run_grid(specs, run, description: str = "runs", cache=None, progress: bool | None = False) -> dict:
     """A chapter's grid (:class:`~dml_tutorial.spec.RunSpec` s, e.g. :func:`dml_tutorial.clustering.grid`) run by
     ``run(spec) -> Run`` (a chapter's runner, e.g. :func:`dml_tutorial.clustering.run_spec`), as :func:`grid` runs
-    its configurations: ``{(row, column): [Run per seed, in the specs' order]}``, one progress bar, and with a
-    ``cache`` each finished run kept under the hash of the spec's data and the runner's (the data it binds)."""
-    jobs = [(spec.key, spec.seed, partial(run, spec), {"run": run, "spec": spec.data()}) for spec in specs]
+    its configurations: ``{(table, row, column): [Run per seed, in the specs' order]}``
+    (:func:`dml_tutorial.spec.table_of` reads one table), one progress bar, and with a ``cache`` each finished
+    run kept under the hash of the spec's data and the runner's (the data it binds), but for a run that keeps its
+    weights (``options["keep_state"]``: the cache keeps metrics and embeddings, not weights), which always trains.
+    Two specs of one key and seed are an error."""
+    specs = list(specs)
+    seen = [(spec.key, spec.seed) for spec in specs]
+    twice = sorted({str(k) for k in seen if seen.count(k) > 1})
+    if twice:
+        raise ValueError(f"the grid declares these runs more than once: {', '.join(twice)}")
+    jobs = [(spec.key, spec.seed, partial(run, spec),
+             None if spec.options.get("keep_state") else {"run": run, "spec": spec.data()}) for spec in specs]
     return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
 
 
@@ -436,8 +445,8 @@ def _accepts(run, name: str) -> bool:
 
 def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[Run, bool]:
     """One run, and whether it was loaded from ``cache`` (under the hash of ``made_of`` as data, with the package
-    version)."""
-    if cache is None:
+    version; ``made_of=None``: a run never cached)."""
+    if cache is None or made_of is None:
         return call(**extra), False
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
     settings = as_data({**made_of, "version": __version__})

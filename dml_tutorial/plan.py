@@ -33,7 +33,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, ladder, losses, models, noise, train
+from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, noise, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
 
@@ -228,21 +228,12 @@ def _rows(rows: list) -> str:
     return rows[0] + (f" and {len(rows) - 1} more row{'s' * (len(rows) > 2)}" if len(rows) > 1 else "")
 
 
-def _noise_guarantees(cfg, n_train):  # the learning rates and the marginal's beta (glyphs), rates x 3 methods
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]  # (+ toplines), the skew run, runs from a
-    steps, noisy = _steps(cfg, n_train, batch), sum(1 for r in cfg["rates"] if r)  # pretrained start, recipes,
-    start, betas = cfg.get("lr_candidates") or [], len(cfg.get("beta_candidates") or [])
-    lrs = ladder.planned(start, cfg.get("lr_ladder"))  # the walk's rest: Plan.add
-    rates = (2 + (betas or 1)) * lrs  # on the validation split (fewer images, as many steps); test bed II: the
-    # marginal loss at every beta at every rate
-    recipes = 2 * len(cfg.get("recipes") or {}) * len(cfg["rates"]) * s  # the two triplet arms, every rate
-    out = [Trainings(name, runs, steps, batch, cfg["model"], shape) for name, runs in
-           (("learning rate", rates), ("noise rates", 3 * (len(cfg["rates"]) + noisy) * s), ("skew", 1),
-            ("pretrained start", (1 + noisy) * s), ("other recipes", recipes)) if runs]
-    if cfg.get("checkpoint_steps"):  # checkpoints: the two triplet arms, longer
-        out.append(Trainings("checkpoints", 2 * len(cfg["checkpoint_rates"]) * s, max(cfg["checkpoint_steps"]),
-                             batch, cfg["model"], shape))
-    return out
+def _noise_guarantees(cfg, n_train):  # the rate search's sure trainings (its walk's rest: Plan.add), the grid
+    stand_in = {"runner-up lr": cfg.lr} if cfg.recipes else None  # any rate: as many runs
+    out = from_specs(guarantees.grid(cfg, range(cfg.n_seeds), stand_in), cfg, n_train)
+    searched, batch = guarantees.planned_search(cfg), cfg.p * cfg.k  # on the validation split, at n_train: a bound
+    return [Trainings(guarantees.RATE_SEARCH, searched, _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg))
+            ] * bool(searched) + out
 
 
 def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines

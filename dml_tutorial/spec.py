@@ -3,8 +3,9 @@ trains, with which settings, on which data, under which seed), declared once by 
 by the notebook that runs it, the plan that counts and times it, the cache that keeps it and the tests.
 
     specs = clustering.grid(cfg, seeds=[0, 1, 2], choices={"head": "released"})
-    results = spec.run_grid(specs, clustering.run_spec(splits, device), cache="runs/cbswr-...")
-    results[("CBSwR", "")]   # [Run for seed 0, 1, 2]
+    results = experiment.run_grid(specs, clustering.run_spec(splits, device), cache="runs/cbswr-...")
+    results[("Tables 1-2", "CBSwR", "")]   # [Run for seed 0, 1, 2]
+    spec.table_of(specs, results, "Tables 1-2")   # {("CBSwR", ""): [...], ...}: one table's runs
 
 A spec's :meth:`~RunSpec.digest` is the cache's key: the SHA-256 of everything that decides what the run computes
 (:func:`as_data`: the method with every parameter of its loss, the settings, the data, the seed) and the package
@@ -55,13 +56,14 @@ class RunSpec:
     an unsupervised method's name), as data through :func:`as_data`; ``settings``: what it trains with (the
     profile's, with the row's own changes and the run's choices applied); ``split``: the data, by name (``"main"``
     the chapter's split, ``"validation"`` its seen classes' held-out part); ``options``: the run function's other
-    arguments (label noise, a fraction, batch shape, curves); ``seed``."""
+    arguments (label noise, a fraction, batch shape, curves); ``seed``. A ``column`` is a name or a value (a noise
+    rate)."""
 
     table: str
     row: str
     method: Any
     settings: Settings
-    column: str = ""
+    column: Any = ""
     seed: int = 0
     split: str = "main"
     options: Frozen = dataclasses.field(default_factory=Frozen)
@@ -70,9 +72,9 @@ class RunSpec:
         object.__setattr__(self, "options", freeze(dict(self.options)))
 
     @property
-    def key(self) -> tuple[str, str]:
-        """``(row, column)``: where the run's numbers go."""
-        return self.row, self.column
+    def key(self) -> tuple:
+        """``(table, row, column)``: where the run's numbers go."""
+        return self.table, self.row, self.column
 
     def data(self) -> dict:
         """Everything that decides what the run computes, as JSON data (the table and row name where it goes
@@ -89,9 +91,13 @@ class RunSpec:
         return hash(self.digest())
 
 
-def rows_of(specs, results: dict, table: str) -> dict:
-    """``{row: [Run per seed]}`` of one ``table`` of a grid: ``results`` (``{(row, column): [Run]}``, as
-    :func:`dml_tutorial.experiment.run_grid` returns them) for the rows its ``specs`` declare in it, for a table
-    whose rows have one column each (CBSwR's)."""
-    return {spec.row: results[spec.key] for spec in specs if spec.table == table}
+def table_of(specs, results: dict, table: str) -> dict:
+    """``{(row, column): [Run per seed]}`` of one ``table`` of a grid, in the order its ``specs`` declare them:
+    ``results`` (``{(table, row, column): [Run]}``, as :func:`dml_tutorial.experiment.run_grid` returns them)."""
+    return {spec.key[1:]: results[spec.key] for spec in specs if spec.table == table}
 
+
+def rows_of(specs, results: dict, table: str) -> dict:
+    """``{row: [Run per seed]}`` of one ``table`` of a grid (:func:`table_of`) whose rows have one column each
+    (CBSwR's)."""
+    return {row: runs for (row, _), runs in table_of(specs, results, table).items()}

@@ -354,8 +354,8 @@ def test_the_chapters_grid_declares_each_row_once_with_its_own_settings():
     """clustering.grid is the one place a CBSwR row is declared: the notebook, the plan and the cache read it."""
     cfg = profiles.settings("cbswr", "glyphs2")
     specs = clustering.grid(cfg, [0, 1], {"head": "released"})
-    rows = {s.key[0]: s for s in specs if s.seed == 0}
-    assert [s.seed for s in specs if s.key[0] == "CBSwR"] == [0, 1]
+    rows = {s.row: s for s in specs if s.seed == 0}
+    assert [s.seed for s in specs if s.row == "CBSwR"] == [0, 1]
     assert list(rows)[:4] == list(cfg.methods) and all(rows[m].method == m for m in cfg.methods)
     assert all(s.settings.head == "released" for s in specs if s.table == clustering.ABLATION)  # the choice
     heads = [r for r in rows if r.startswith("CBS, ") and r.endswith(" head")]

@@ -211,8 +211,8 @@ def test_the_chapters_grid_declares_each_run_once_in_the_order_it_runs():
     assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
     assert list(dict.fromkeys(s.table for s in specs)) == [ecaml.MAIN, ecaml.STARTED_ROWS, ecaml.LAMBDA_TABLE,
                                                            ecaml.DROPOUT_TABLE, ecaml.DIM_TABLE]
-    assert [s.seed for s in specs if s.key == ("Binomial", "")] == [0, 1]
-    first = {s.key: s for s in specs if s.seed == 0}
+    assert [s.seed for s in specs if s.key == (ecaml.MAIN, "Binomial", "")] == [0, 1]
+    first = {s.key[1:]: s for s in specs if s.seed == 0}
     for local in cfg.locals:  # without and with EC at the paper's weight, the released EC, its baseline
         assert _weight(first[(ecaml.label(local, 0.0), "")]) == 0.0
         assert _weight(first[(ecaml.label(local), "")]) == ecaml.LAMBDA[local]
@@ -229,7 +229,7 @@ def test_the_chapters_grid_declares_each_run_once_in_the_order_it_runs():
 def test_the_grid_trains_what_the_searches_chose_and_the_start_as_declared():
     cfg = profiles.settings("ecaml", "glyphs")
     choices = {"lambda": {"npair": 0.03}, "released lambda": {"npair": 0.5}, "start lr": 3e-3}
-    specs = {s.key: s for s in ecaml.grid(cfg, [0], choices)}
+    specs = {s.key[1:]: s for s in ecaml.grid(cfg, [0], choices)}
     assert _weight(specs[("ECAML(N-Pair)", "")]) == 0.03 and _weight(specs[("ECAML(N-Pair), released EC", "")]) == 0.5
     assert _weight(specs[("ECAML(Binomial)", "")]) == ecaml.LAMBDA["binomial"]  # not searched: the paper's
     started = [s for s in specs.values() if s.table == ecaml.STARTED_ROWS]

@@ -53,7 +53,7 @@ def test_settings_seed_split_and_options_make_the_key_and_the_row_name_does_not(
               RunSpec("T", "CBS", loss, cfg, split="validation"), RunSpec("T", "CBS", "SME", cfg),
               RunSpec("T", "CBS", loss, cfg, options={"noise": ("symmetric", 0.2)})]
     assert len({spec.digest(), *(o.digest() for o in others)}) == 6
-    assert spec.key == ("CBS", "") and hash(spec) == hash(RunSpec("T", "CBS", loss, cfg))
+    assert spec.key == ("Tables 1-2", "CBS", "") and hash(spec) == hash(RunSpec("T", "CBS", loss, cfg))
     with pytest.raises(TypeError):
         spec.options["noise"] = None  # frozen
 
