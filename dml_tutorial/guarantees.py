@@ -88,7 +88,8 @@ def planned_search(cfg) -> int:
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter after its search, at the run's ``choices`` (:func:`rate_search`; the
-    profile's rate without one), in the order the chapter runs them, each on every seed but the skew's:
+    profile's rate without one), in the order the chapter runs them, each on every seed but the skew's
+    run:
 
     - noise rates: each arm at each of ``cfg.rates`` of symmetric noise, and at each noisy rate p its topline, the
       1 - p clean samples (Le & Odobez's);
@@ -96,9 +97,10 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
       (``"runner-up"``: the search's second-best rate);
     - checkpoints (``cfg.checkpoint_steps``): the two triplet arms at each of ``cfg.checkpoint_rates``, trained to
       the last checkpoint with R@1 after every gcd of them;
-    - skew: the random semi-hard triplet at ``cfg.skew_rate`` on the first seed, at the profile's settings,
-      keeping its weights (the miners' skew is measured on them);
-    - the marginal trained on clean labels keeping its weights, then from them at each noisy rate.
+    - the marginal trained on clean labels keeping its weights, then from them at each noisy rate;
+    - skew, last: the random semi-hard triplet at ``cfg.skew_rate`` on the first seed, at the profile's settings,
+      keeping its weights (the miners' skew is measured on them, and on an untrained network the notebook draws
+      from the random state this run leaves: the recorded numbers repeat only in this order).
 
     The notebook runs these (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
     choices = dict(choices or {})
@@ -126,15 +128,16 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
         specs += [RunSpec(CHECKPOINTS, m, methods[m], longer, rate, seed=s,
                           options={"noise": noisy(rate), "curves": True})
                   for m in PAIR for rate in cfg.checkpoint_rates for s in seeds]
-    specs.append(RunSpec(SKEW, "triplet, random semi-hard", methods["triplet, random semi-hard"], cfg,
-                         cfg.skew_rate, seed=seeds[0],
-                         options={"noise": ("symmetric", cfg.skew_rate), "keep_state": True}))
     marginal = methods[MARGINAL]
     specs += [RunSpec(CLEAN_START, MARGINAL, marginal, chosen, 0.0, seed=s, options={"keep_state": True})
               for s in seeds]
-    return specs + [RunSpec(FROM_CLEAN, MARGINAL, marginal, chosen, rate, seed=s,
-                            options={"noise": noisy(rate), "start": CLEAN_START})
-                    for rate in cfg.rates if rate for s in seeds]
+    specs += [RunSpec(FROM_CLEAN, MARGINAL, marginal, chosen, rate, seed=s,
+                      options={"noise": noisy(rate), "start": CLEAN_START})
+              for rate in cfg.rates if rate for s in seeds]
+    # last: the chapter's untrained network for the skew is drawn from the random state this run leaves behind
+    return specs + [RunSpec(SKEW, "triplet, random semi-hard", methods["triplet, random semi-hard"], cfg,
+                            cfg.skew_rate, seed=seeds[0],
+                            options={"noise": ("symmetric", cfg.skew_rate), "keep_state": True})]
 
 
 def _checkpointed(chosen, steps):

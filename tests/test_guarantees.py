@@ -21,7 +21,7 @@ def test_the_grid_declares_each_training_once_in_the_order_the_chapter_runs_it()
     specs = guarantees.grid(cfg, [0, 1])
     assert len({(s.key, s.seed) for s in specs}) == len(specs)
     tables = _by_table(specs)
-    assert list(tables) == [guarantees.NOISE_RATES, guarantees.SKEW, guarantees.CLEAN_START, guarantees.FROM_CLEAN]
+    assert list(tables) == [guarantees.NOISE_RATES, guarantees.CLEAN_START, guarantees.FROM_CLEAN, guarantees.SKEW]
     noisy = [r for r in cfg.rates if r]
     rates = tables[guarantees.NOISE_RATES]
     assert len(rates) == 2 * len(guarantees.arms()) * (len(cfg.rates) + len(noisy))  # arms x rates, + toplines
