@@ -21,9 +21,9 @@ from . import experiment, ladder, losses
 from .spec import RunSpec
 
 #: The grid's tables, in the order the chapter runs them; the search's runs are named by the first.
-RATE_SEARCH, NOISE_RATES, RECIPES, CHECKPOINTS, SKEW, CLEAN_START, FROM_CLEAN = (
-    "the learning rate", "noise rates", "other recipes", "checkpoints", "skew", "clean pre-training",
-    "from the clean pre-training")
+RATE_SEARCH, NOISE_RATES, RECIPES, CHECKPOINTS, CLEAN_START, FROM_CLEAN, SKEW = (
+    "the learning rate", "noise rates", "other recipes", "checkpoints", "clean pre-training",
+    "from the clean pre-training", "skew")
 #: The arm the clean pre-training and its noisy fine-tuning train (section 5's initialisation).
 MARGINAL = "marginal, random semi-hard"
 #: The two triplet arms whose gap the recipes and the checkpoints follow (fixed, random).
@@ -88,8 +88,8 @@ def planned_search(cfg) -> int:
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter after its search, at the run's ``choices`` (:func:`rate_search`; the
-    profile's rate without one), in the order the chapter runs them, each on every seed but the skew's
-    run:
+    profile's rate without one), in the order the chapter runs them, each on every seed (the skew's run on
+    the first):
 
     - noise rates: each arm at each of ``cfg.rates`` of symmetric noise, and at each noisy rate p its topline, the
       1 - p clean samples (Le & Odobez's);
