@@ -23,9 +23,11 @@ import numpy as np
 import torch
 
 from . import experiment, ladder, losses, metrics, tables
+from . import noise as label_noise
 from .data import Splits
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
 from .objective import Objective
+from .spec import RunSpec
 
 #: The local losses of the paper (section 3), with its hyperparameters; L_Trip mines FaceNet's semi-hard band
 #: (d_ap < d_an < d_ap + margin), the semi-hard sampling of Schroff et al. that the paper cites.
@@ -89,6 +91,77 @@ def dcdl_loss(
         term_fns=terms,
         layer_only=(),
     )
+
+
+# --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
+#: The grid's tables, in the order the chapter runs them.
+MAIN, ALONE, WEIGHT = "Tables 1/4", "Table 2", "Table 3"
+#: Supplement Table 2's terms, each trained alone.
+ALONE_TERMS = ("L", "G", "L-median", "W")
+
+
+def kept_noise(cfg, settings) -> list:
+    """The noise ``settings`` a dataset can take: clean, symmetric, and asymmetric where the dataset has the
+    paper's class pairs (:data:`dml_tutorial.noise.PAIRS`)."""
+    pairs = label_noise.PAIRS.get(cfg.dataset)
+    return [n for n in settings if n is None or n[0] == "symmetric" or pairs]
+
+
+def main_rows(cfg) -> dict:
+    """Tables 1/4's rows: ``{(row, column): (local, term, noise)}``, each of ``cfg.locals`` alone and with each of
+    ``cfg.terms``, under each of its noise settings (:func:`kept_noise`), the column the noise's name."""
+    return {(label(local, term), label_noise.describe(n)): (local, term, n)
+            for local in cfg.locals for term in [None, *cfg.terms] for n in kept_noise(cfg, cfg.noise)}
+
+
+def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
+    """Every training of the chapter after its search, each on every seed, in the order the chapter runs them:
+    Tables 1/4 (:func:`main_rows`, each at its chosen rate and length: ``choices[(row, column)]``, :func:`choose_trainings`'s
+    ``{"lr", "epochs"}``; the profile's without one; with each term's pull per epoch on clean labels), supplement
+    Table 2 (each of :data:`ALONE_TERMS` alone and an untrained network, lambda 0, under each of
+    ``cfg.alone_noise``) and Table 3 (the first local loss with each term of :data:`SWEPT_TERMS` at each of
+    ``cfg.lambdas`` on clean labels, at its clean row's choice; lambda 0 and the paper's weight are Tables 1/4's
+    runs). The notebook runs these (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
+    choices = choices or {}
+
+    def chosen(key):
+        choice = choices.get(key)
+        return cfg.replace(lr=choice["lr"], epochs=choice["epochs"]) if choice else cfg
+
+    rows = [(MAIN, row, column, dcdl_loss(local, term), chosen((row, column)),
+             {"noise": n, "k": SAMPLES_PER_CLASS[local], "curves": n is None})
+            for (row, column), (local, term, n) in main_rows(cfg).items()]
+    alone = kept_noise(cfg, cfg.alone_noise)
+    rows += [(ALONE, label(None, term), label_noise.describe(n), dcdl_loss(None, term), cfg, {"noise": n, "k": 10})
+             for term in ALONE_TERMS for n in alone]
+    rows += [(ALONE, "untrained network", label_noise.describe(n), dcdl_loss(None, "W", lam=0.0), cfg,
+              {"noise": n, "k": 10}) for n in alone]
+    local, clean = cfg.locals[0], None in kept_noise(cfg, cfg.noise)
+    for term in [t for t in cfg.terms if t in SWEPT_TERMS]:
+        row = label(local, term)
+        taken = {0.0, LAMBDA[term]} if clean else {0.0}  # Tables 1/4's runs
+        rows += [(WEIGHT, row, lam, dcdl_loss(local, term, lam), chosen((row, "clean")),
+                  {"noise": None, "k": SAMPLES_PER_CLASS[local], "curves": True})
+                 for lam in dict.fromkeys(cfg.lambdas) if lam not in taken]
+    return [RunSpec(table, row, method, settings, column, seed=s, options=options)
+            for table, row, column, method, settings, options in rows for s in seeds]
+
+
+def run_spec(splits, device="auto"):
+    """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
+    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` trained on ``splits`` with the noise, the samples per class
+    and the curves its options name, then probed (:func:`dml_tutorial.experiment.train_and_probe`). A
+    ``functools.partial``, so that the cache's key holds the data it binds."""
+    return partial(_train_spec, splits=splits, device=device)
+
+
+def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits, device="auto"):
+    """:func:`run_spec`'s runner."""
+    o = spec.options
+    return experiment.train_and_probe(splits, spec.method, spec.settings, k=o["k"], noise=o["noise"],
+                                      pairs=label_noise.PAIRS.get(spec.settings.dataset), seed=spec.seed,
+                                      device=device, progress=progress, checkpoint=checkpoint,
+                                      curves=o.get("curves", False))
 
 
 def validation_split(splits, faces: int = 1, noise=None, seed: int = 0, pairs=None) -> Splits:

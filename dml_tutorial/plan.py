@@ -24,6 +24,8 @@ out. :meth:`Plan.check` prints the measured training time beside the estimate.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -33,9 +35,10 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, noise, train
+from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
+from .spec import as_data
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
 TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10": 170_498_071,
@@ -61,10 +64,11 @@ INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "
 @dataclass
 class Trainings:
     """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
-    ``loss``: what the probe times: ``None`` a triplet loss, ``(local, term, lam)`` a DCDL objective, and
-    ``("cbswr", method, changes)`` an unsupervised objective of :mod:`dml_tutorial.clustering` on images and their
-    views, ``("bench", name)`` a labelled method of the bench (:func:`dml_tutorial.bench.make_loss`); on batches of
-    ``classes`` classes (``None``: two inputs a class)."""
+    ``loss``: what the probe times: ``None`` a triplet loss, ``("objective", digest)`` the training's own
+    ``objective`` (a DCDL objective, by the hash of its description), ``("cbswr", method, changes)`` an
+    unsupervised objective of :mod:`dml_tutorial.clustering` on images and their views, ``("bench", name)`` a
+    labelled method of the bench (:func:`dml_tutorial.bench.make_loss`); on batches of ``classes`` classes
+    (``None``: two inputs a class)."""
 
     section: str
     runs: int
@@ -77,6 +81,7 @@ class Trainings:
     curve_runs: int = 0  # of the runs, those that embed curve_images after every epoch (ECAML's Fig. 2)
     curve_images: int = 0
     epochs: int = 0
+    objective: object = field(default=None, compare=False, repr=False)  # with loss ("objective", digest)
 
     @property
     def key(self) -> tuple:
@@ -107,30 +112,28 @@ def _foundations(cfg, n_train):  # one training per seed, closed set then zero-s
             for s in ("closed set", "zero-shot")]
 
 
-def _dcdl(cfg, n_train):  # Tables 1/4, Table 2 (terms alone + the untrained row), Table 3 (lambda)
-    pairs = noise.PAIRS.get(cfg["dataset"])
-    kept = [n for n in cfg["noise"] if n is None or n[0] == "symmetric" or pairs]
-    alone = [n for n in cfg["alone_noise"] if n is None or n[0] == "symmetric" or pairs]
-    classes = cfg.get("p") or (20 if cfg["dataset"] == "cifar100" else 10)  # every class, or p of them
-    shape, s = _shape(cfg), cfg["n_seeds"]
-    local = cfg["locals"][0]
-    batches = {name: classes * dcdl.SAMPLES_PER_CLASS[name] for name in [*cfg["locals"], None]}  # every class
+def _dcdl(cfg, n_train):  # each row's rate and length (the walk's sure steps; its rest: Plan.add), then the grid
+    classes = cfg.p or (20 if cfg.dataset == "cifar100" else 10)  # every class, or p of them
 
-    def runs(section, n, local, term, lam=None):  # n trainings of one objective, timed with its own terms
-        return Trainings(f"{section} ({dcdl.label(local, term)})", n, _steps(cfg, n_train, batches[local]),
-                         batches[local], cfg["model"], shape, (local, term, lam), classes)
+    def timed(spec):  # each objective with its own terms: the Sinkhorn and MMD terms cost most of a smoke step
+        return {"batch": classes * spec.options["k"], "classes": classes, "objective": spec.method}
 
-    out = [runs("Tables 1/4", len(kept) * s, name, term) for name in cfg["locals"] for term in [None, *cfg["terms"]]]
-    out += [runs("Table 2", len(alone) * s, None, term) for term in ("L", "G", "L-median", "W")]
-    out.append(runs("Table 2, untrained", len(alone) * s, None, "W", 0.0))
-    swept = [term for term in cfg["terms"] if term in dcdl.SWEPT_TERMS]
-    out += [runs(f"Table 3, lambda {lam:g}", s, local, term, lam) for term in swept for lam in cfg["lambdas"]
-            if not (lam == dcdl.LAMBDA[term] and None in kept)]
-    if cfg.get("lr_candidates"):  # each row's rate and length on the held-out face, first seed: the walk's sure steps
-        per_row = ladder.planned(cfg["lr_candidates"], cfg.get("lr_ladder")) * len(kept)
-        out += [runs("rate and length", per_row, name, term)
-                for name in cfg["locals"] for term in [None, *cfg["terms"]]]
-    return out
+    searches = []
+    if cfg.lr_candidates:  # on the held-out face, first seed, each row under each of its noise settings
+        per_row = ladder.planned(cfg.lr_candidates, cfg.lr_ladder) * len(dcdl.kept_noise(cfg, cfg.noise))
+        for local in cfg.locals:
+            for term in [None, *cfg.terms]:
+                objective, batch = dcdl.dcdl_loss(local, term), classes * dcdl.SAMPLES_PER_CLASS[local]
+                searches.append(Trainings(f"rate and length ({dcdl.label(local, term)})", per_row,
+                                          _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg),
+                                          ("objective", spec_digest(objective)), classes, objective=objective))
+    return searches + from_specs(dcdl.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timed)
+
+
+def spec_digest(objective) -> str:
+    """A short hash of an objective's description (:func:`dml_tutorial.spec.as_data`): trainings with equal ones
+    share a probe."""
+    return hashlib.sha256(json.dumps(as_data(objective), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan.add), pre-trainings, the grid
@@ -192,13 +195,14 @@ def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, the
     return from_specs(specs, cfg, n_train)
 
 
-def from_specs(specs, cfg, n_train: int) -> list[Trainings]:
+def from_specs(specs, cfg, n_train: int, timed=None) -> list[Trainings]:
     """The :class:`Trainings` of a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s): the runs of
     each table that share their steps, batch, model and what the probe times make one section (named by the table,
     and by the row where a table has several), each with the steps and batch of its own settings. A supervised run
     (its method a loss) takes P x K batches, ``batches_per_epoch`` of them or one pass over ``n_train`` images an
-    epoch, and is timed with a triplet loss; one whose options ask for ``curves`` also embeds ``curve_samples`` of
-    each split after every epoch (:class:`Reading`). An unsupervised run (its method a name of
+    epoch, and is timed with a triplet loss (``timed(spec) -> {"batch", "classes", "objective"}``: its own batch
+    and objective instead); one whose options ask for ``curves`` also embeds ``curve_samples`` of each split after
+    every epoch (:class:`Reading`). An unsupervised run (its method a name of
     :mod:`~dml_tutorial.clustering`) takes a batch of images and their views, one pass over ``n_train`` images an
     epoch, and is timed with its own method and the settings it changes from the profile's ``cfg`` (a cluster head,
     K). A validation split's runs are counted at ``n_train`` images: an upper bound."""
@@ -211,21 +215,29 @@ def from_specs(specs, cfg, n_train: int) -> list[Trainings]:
             t = Trainings("", 0, own.epochs * max(1, -(-(n_train - 1) // own.batch_size)), 2 * own.batch_size,
                           own.model, _shape(own), ("cbswr", spec.method, changes))
         else:
-            batch, curves = own.p * own.k, spec.options.get("curves", False)
+            own_timing = dict(timed(spec)) if timed else {}
+            batch = own_timing.pop("batch") if "batch" in own_timing else own.p * own.k
+            curves = spec.options.get("curves", False)
+            if "objective" in own_timing:
+                own_timing["loss"] = ("objective", spec_digest(own_timing["objective"]))
             t = Trainings("", 0, _steps(own, n_train, batch), batch, own.model, _shape(own), epochs=own.epochs,
-                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if curves else 0)
-        rows, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
-        rows += [spec.row] if spec.row not in rows else []
+                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if curves else 0,
+                          **own_timing)
+        keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
+        keys += [spec.key[1:]] if spec.key[1:] not in keys else []
         group.runs += 1
         group.curve_runs += bool(group.curve_images)
     tables = [table for table, *_ in groups]
-    return [replace(t, section=table if tables.count(table) == 1 else f"{table} ({_rows(rows)})")
-            for (table, *_), (rows, t) in groups.items()]
+    return [replace(t, section=table if tables.count(table) == 1 else f"{table} ({_rows(keys)})")
+            for (table, *_), (keys, t) in groups.items()]
 
 
-def _rows(rows: list) -> str:
-    """``"a"``, or ``"a and 3 more rows"``: a plan section's rows in brief."""
-    return rows[0] + (f" and {len(rows) - 1} more row{'s' * (len(rows) > 2)}" if len(rows) > 1 else "")
+def _rows(keys: list) -> str:
+    """A plan section's rows in brief: its first ``(row, column)`` (``"L_Trip, clean"``, ``"CBS"``), and how many
+    more."""
+    row, column = keys[0]
+    first = row if column in ("", None) else f"{row}, {column:g}" if isinstance(column, float) else f"{row}, {column}"
+    return first + (f" and {len(keys) - 1} more" if len(keys) > 1 else "")
 
 
 def _noise_guarantees(cfg, n_train):  # the rate search's sure trainings (its walk's rest: Plan.add), the grid
@@ -533,7 +545,7 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
             elif t.loss and t.loss[0] == "bench":
                 own.update(loss_fn=bench.make_loss(t.loss[1]), classes=t.classes)
             elif t.loss:
-                own.update(loss_fn=dcdl.dcdl_loss(*t.loss), classes=t.classes)
+                own.update(loss_fn=t.objective, classes=t.classes)
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
                                                  else 2, dev, amp=cfg.get("amp", False) and image,
                                                  channels_last=cfg.get("channels_last", False) and image, **own)

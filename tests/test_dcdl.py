@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import dcdl, losses
+from dml_tutorial import dcdl, experiment, losses, noise, profiles
 from dml_tutorial.discrepancy import classwise_discrepancy
 
 
@@ -270,3 +270,40 @@ def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_prob
 
     with pytest.raises(ValueError, match="probe_every"):
         experiment.train_and_probe(_faces(), dcdl.dcdl_loss("trip", None), cfg, k=3, curves=True, probe_every=2)
+
+
+def test_the_chapters_grid_declares_each_run_once_with_its_rows_choice():
+    """dcdl.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it."""
+    cfg = profiles.settings("dcdl", "glyphs2")
+    rows = dcdl.main_rows(cfg)
+    (key, _), *_ = rows.items()
+    choices = {key: {"lr": 3e-3, "epochs": 7, "tried": [1e-3, 3e-3]}, ("L_Trip + L^W", "clean"): {"lr": 1e-4,
+                                                                                                     "epochs": 2}}
+    specs = dcdl.grid(cfg, [0, 1], choices)
+    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
+    main = {s.key[1:]: s for s in specs if s.table == dcdl.MAIN and s.seed == 0}
+    assert list(main) == list(rows)
+    assert (main[key].settings.lr, main[key].settings.epochs) == (3e-3, 7)
+    assert {s.settings.lr for k, s in main.items() if k not in choices} == {cfg.lr}  # no choice: the profile's
+    for (row, column), (local, term, n) in rows.items():
+        o = main[(row, column)].options
+        assert (o["noise"], o["k"], o["curves"]) == (n, dcdl.SAMPLES_PER_CLASS[local], n is None)
+    weights = [s for s in specs if s.table == dcdl.WEIGHT and s.seed == 0]
+    assert {s.column for s in weights if s.row == "L_Trip + L^W"} == set(cfg.lambdas) - {0.0, dcdl.LAMBDA["W"]}
+    assert {s.settings.lr for s in weights if s.row == "L_Trip + L^W"} == {1e-4}  # its clean row's choice
+    alone = [s.key[1:] for s in specs if s.table == dcdl.ALONE and s.seed == 0]
+    assert alone == [(dcdl.label(None, t), noise.describe(n)) for t in dcdl.ALONE_TERMS for n in cfg.alone_noise] + [
+        ("untrained network", noise.describe(n)) for n in cfg.alone_noise]
+    noisy_only = dcdl.grid(cfg.replace(noise=(("symmetric", 0.3),), lambdas=(0.1, 0.5)), [0])  # no clean row:
+    assert {s.column for s in noisy_only if s.row == "L_Trip + L^W"} - {"sym 0.3"} == {0.1, 0.5}  # 0.5 trains
+
+
+def test_the_runner_trains_and_probes_with_the_specs_noise_and_samples_per_class(monkeypatch):
+    seen = []
+    monkeypatch.setattr(experiment, "train_and_probe", lambda splits, loss_fn, cfg, **kw: seen.append(kw) or "run")
+    cfg = profiles.settings("dcdl", "smoke")
+    spec = next(s for s in dcdl.grid(cfg, [3]) if s.options["noise"] == ("asymmetric", 0.2))
+    assert dcdl.run_spec("splits", "cpu")(spec) == "run"
+    assert {k: seen[0][k] for k in ("k", "noise", "seed", "curves")} == {
+        "k": spec.options["k"], "noise": ("asymmetric", 0.2), "seed": 3, "curves": False}
+    assert seen[0]["pairs"] == noise.PAIRS[cfg.dataset]  # the paper's flip pairs of the dataset

@@ -26,6 +26,7 @@ from dml_tutorial import (
     sampling,
     train,
 )
+from dml_tutorial.spec import as_data as spec_data
 
 
 def test_fit_records_each_training_with_its_steps():
@@ -126,23 +127,20 @@ def test_make_counts_probes_once_per_shape_and_prints_the_plan(monkeypatch):
 
 def test_dcdl_plan_times_each_objective_with_its_own_terms(monkeypatch):
     """DCDL's Sinkhorn and MMD terms cost most of a smoke step: each objective gets its own probe, trained on its
-    own loss over batches of all ten classes; the count is the notebook's grids (local alone and each term per
-    noise setting, five trainings of Table 2, the lambdas not already in Table 1)."""
+    own loss over batches of all ten classes; the count is the chapter's grid (dcdl.grid), nothing written twice."""
     probed = []
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
     cfg = profiles.settings("dcdl", "smoke")
     p = plan.make("dcdl", cfg, "cpu", n_train=1_000)
-    s, noises = cfg["n_seeds"], len(cfg["noise"])  # the smoke data (digits) has flip pairs: every setting runs
-    swept = sum(lam != dcdl.LAMBDA[t] for t in cfg["terms"] for lam in cfg["lambdas"])
-    assert p.runs == s * ((1 + len(cfg["terms"])) * noises + 5 * len(cfg["alone_noise"]) + swept)
-    assert len(probed) == len({t.key for t in p.trainings if t.runs}) and all(kw["classes"] == 10 for kw in probed)
-    z, y = torch.nn.functional.normalize(torch.randn(20, 8), dim=1), torch.arange(20) % 10
-    with_w = next(t for t in p.trainings if t.loss == ("trip", "W", None))
-    assert with_w.section == "Tables 1/4 (L_Trip + L^W)"
-    values = [torch.manual_seed(0) and loss(z, y).item() for loss in (dcdl.dcdl_loss(*with_w.loss),
-                                                                       dcdl.dcdl_loss("trip", "W"))]
-    assert values[0] == pytest.approx(values[1])  # the same objective (the triplet draws its negatives at random)
-    real = plan.probe("mlp", (1, 8, 8), 100, 16, "cpu", steps=1, loss_fn=dcdl.dcdl_loss("trip", "W"), classes=10)
+    specs = dcdl.grid(cfg, range(cfg.n_seeds))
+    assert p.runs == len(specs)
+    objectives = {json.dumps(spec_data(s.method), sort_keys=True) for s in specs}
+    assert len(probed) == len(objectives) and all(kw["classes"] == 10 for kw in probed)
+    assert {json.dumps(spec_data(kw["loss_fn"]), sort_keys=True) for kw in probed} == objectives
+    with_w = next(t for t in p.trainings if t.section == "Tables 1/4 (L_Trip + L^W, clean)")
+    assert spec_data(with_w.objective) == spec_data(dcdl.dcdl_loss("trip", "W"))
+    assert with_w.batch == 10 * dcdl.SAMPLES_PER_CLASS["trip"] and with_w.curve_runs == cfg.n_seeds
+    real = plan.probe("mlp", (1, 8, 8), 100, 16, "cpu", steps=1, loss_fn=with_w.objective, classes=10)
     assert real > 0
 
 
@@ -309,4 +307,5 @@ def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
     search = [t for t in searched.trainings if t.section.startswith("rate and length")]
     assert {t.section for t in search} == {f"rate and length ({dcdl.label('trip', term)})"
                                             for term in [None, *cfg["terms"]]}
-    assert {t.loss for t in search} == {("trip", term, None) for term in [None, *cfg["terms"]]}
+    assert {json.dumps(spec_data(t.objective), sort_keys=True) for t in search} == {
+        json.dumps(spec_data(dcdl.dcdl_loss("trip", term)), sort_keys=True) for term in [None, *cfg["terms"]]}
