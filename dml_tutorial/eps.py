@@ -17,10 +17,11 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import losses, metrics
+from . import experiment, losses, metrics
 from ._checks import check_embeddings
 from .distances import pairwise_distances
 from .objective import Objective
+from .spec import RunSpec
 
 #: The losses of section 5.2 with the defaults the paper keeps (Roth et al.'s framework; section 5 and Appendix C):
 #: triplet + semi-hard negatives (FaceNet's band d_ap < d_an < d_ap + margin, Schroff et al. as cited; margin 0.2),
@@ -255,3 +256,91 @@ def collapsed_and_separated(num_classes: int = 2, modes_per_class: int = 3, per_
     eye = torch.eye(num_classes * modes_per_class)
     return {"collapsed": eye[classes], "separated": eye[modes], "labels": torch.where(flipped, other, classes),
             "classes": classes, "modes": modes}
+
+
+# --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
+#: The grid's tables, in the order the chapter runs them, and the split each trains on (:func:`run_spec`).
+EVEN_ODD, SUBCLUSTERS, MAIN, SUPERCLASSES, POSITIVES = ("even/odd", "sub-clusters", "Table 2", "superclasses",
+                                                        "positives per class")
+SPLITS = {EVEN_ODD: "even/odd", SUBCLUSTERS: "sub-clusters", MAIN: "main", SUPERCLASSES: "superclasses",
+          POSITIVES: "main"}
+#: The sub-cluster task's network and batches: an MLP of 8 dimensions, 20 epochs of 4 classes x 16 (section 3).
+SUBCLUSTER_SETTINGS, SUBCLUSTER_BATCH = {"model": "mlp", "dim": 8, "epochs": 20, "batches_per_epoch": None}, (4, 16)
+
+
+def even_odd_settings(cfg):
+    """The even/odd task's network (Table 1): a ConvNet to 2 dimensions, not normalised, for
+    ``cfg.even_odd_epochs``."""
+    return cfg.replace(model="convnet", dim=2, normalize=False, epochs=cfg.even_odd_epochs)
+
+
+def noise_column(n) -> str:
+    """The sub-cluster table's column of a label noise: ``"clean"`` or ``"sym 0.4"``."""
+    return "clean" if n is None else f"{n[0][:3]} {n[1]:g}"
+
+
+def arms(cfg, choices: dict | None = None) -> list[tuple]:
+    """Table 2's pairs of rows, ``(row without EPS, row with EPS, loss, settings without, settings with)``: each of
+    ``cfg.losses`` at the profile's ``loss_options`` and each arm's knob chosen by :func:`choose_settings`
+    (``choices[(loss, arm)]``), then each of ``cfg.loss_variants`` at its own settings."""
+    choices = choices or {}
+
+    def own(name, arm):
+        return {**cfg.loss_options.get(name, {}), **choices.get((name, arm), {})}
+
+    out = [(label(n, False), label(n, True), n, own(n, "baseline"), own(n, "EPS")) for n in cfg.losses]
+    return out + [(variant_label(n, False, v), variant_label(n, True, v), n, dict(v), dict(v))
+                  for n, variants in cfg.loss_variants.items() for v in variants]
+
+
+def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
+    """Every training of the chapter, each on every seed, in the order the chapter runs them, ``options`` holding
+    each run's batch (``p`` classes x ``k``) and label noise: the even/odd task (Table 1, the triplet without and
+    with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``); the sub-clusters (section 3: the triplet and the margin
+    loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
+    each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``); the superclasses
+    (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: EPS
+    with the margin loss at each of ``cfg.positives_per_class``, as many images a batch). The notebook runs each
+    table on its own split (:data:`SPLITS`, :func:`run_spec`), the plan counts and times them, the cache keys on
+    them."""
+    p, k = cfg.p, cfg.k
+    rows = [(EVEN_ODD, row, "", eps_loss("triplet", use), even_odd_settings(cfg), {"p": 2, "k": cfg.even_odd_k})
+            for row, use in (("Triplet", False), ("EPS + Triplet", True))]
+    modes = cfg.replace(**SUBCLUSTER_SETTINGS)
+    rows += [(SUBCLUSTERS, label(name, use), noise_column(n), eps_loss(name, use), modes,
+              {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
+             for n in cfg.subcluster_noise for name in ("triplet", "margin") for use in (False, True)]
+    pairs = arms(cfg, choices)
+    rows += [(MAIN, row, "", eps_loss(name, use, **settings), cfg, {"p": p, "k": k})
+             for without, with_eps, name, *both in pairs
+             for row, use, settings in zip((without, with_eps), (False, True), both)]
+    own = {(n, "all positives"): {**cfg.loss_options.get(n, {}), **(choices or {}).get((n, "all positives"), {})}
+           for n in cfg.losses}
+    rows += [(MAIN, f"{label(n, False)}, all positives", "", eps_loss(n, False, "all", **own[(n, "all positives")]),
+              cfg, {"p": p, "k": k}) for n in cfg.all_positives if n in cfg.losses]
+    if cfg.superclasses:
+        sup = cfg.superclasses
+        rows += [(SUPERCLASSES, row, "", eps_loss(name, use, **settings), cfg, {"p": sup["p"], "k": sup["k"]})
+                 for without, with_eps, name, *both in pairs[:len(cfg.losses)]
+                 for row, use, settings in zip((without, with_eps), (False, True), both)]
+    margin = eps_loss("margin", True, **cfg.loss_options.get("margin", {}))
+    rows += [(POSITIVES, label("margin", True), n, margin, cfg.replace(batches_per_epoch=cfg.positives_batches),
+              {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
+    return [RunSpec(table, row, method, settings, column, seed=s, split=SPLITS[table], options=options)
+            for table, row, column, method, settings, options in rows for s in seeds]
+
+
+def run_spec(splits: dict, device="auto"):
+    """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
+    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` trained on ``splits[spec.split]`` on the batches and with
+    the label noise its options name (:func:`dml_tutorial.experiment.train_and_retrieve`). A ``functools.partial``,
+    so that the cache's key holds the data it binds."""
+    return partial(_train_spec, splits=splits, device=device)
+
+
+def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto"):
+    """:func:`run_spec`'s runner."""
+    o = spec.options
+    return experiment.train_and_retrieve(splits[spec.split], spec.method, spec.settings, p=o["p"], k=o["k"],
+                                         seed=spec.seed, device=device, progress=progress, checkpoint=checkpoint,
+                                         noise=o.get("noise"))

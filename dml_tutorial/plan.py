@@ -152,24 +152,17 @@ def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan
     return searches + from_specs(ecaml.grid(cfg, range(cfg.n_seeds)), cfg, n_train)
 
 
-def _eps(cfg, n_train):  # even/odd (2-D, digits), sub-clusters (synthetic), Table 2, positives per class
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
-    odd = TRAIN_IMAGES.get(cfg["even_odd_dataset"], 1_797) * 6 // 10  # about the digits 0-5 (steps only)
-    sub = 4 * 3 * 100 // 2  # 4 classes x 3 modes x 100 samples, half for training
-    return [
-        Trainings("even/odd", 2 * s, _steps(cfg, odd, 2 * cfg["even_odd_k"], epochs=cfg["even_odd_epochs"]),
-                  2 * cfg["even_odd_k"], "convnet", _shape(cfg, cfg["even_odd_dataset"])),
-        Trainings("sub-clusters", 4 * len(cfg["subcluster_noise"]) * s,
-                  _steps({"epochs": 20}, sub, 64), 64, "mlp", (2,)),
-        Trainings("Table 2", (2 * (len(cfg["losses"]) + sum(map(len, cfg.get("loss_variants", {}).values())))
-                              + len([n for n in cfg.get("all_positives", []) if n in cfg["losses"]])) * s,
-                  _steps(cfg, n_train, batch), batch, cfg["model"], shape),
-        *_superclasses(cfg, n_train, shape),
-        *_arm_settings(cfg, n_train, batch, shape),
-        *[Trainings(f"positives per class (k = {k})", s,
-                    _steps(cfg, n_train, eps.classes_per_batch(cfg, k) * k, batches=cfg["positives_batches"]),
-                    eps.classes_per_batch(cfg, k) * k, cfg["model"], shape) for k in cfg["positives_per_class"]],
-    ]
+def _eps(cfg, n_train):  # each arm's knob (the validation split, first seed), then the grid, each on its own split
+    odd = TRAIN_IMAGES.get(cfg.even_odd_dataset, 1_797) * 6 // 10  # about the digits 0-5 (steps only)
+    sizes = {eps.SPLITS[eps.EVEN_ODD]: (odd, _shape(cfg, cfg.even_odd_dataset)),
+             eps.SPLITS[eps.SUBCLUSTERS]: (4 * 3 * 100 // 2, (2,))}  # 4 classes x 3 modes x 100, half for training
+
+    def timed(spec):  # each run's batch, and the images of its own split (the superclasses': at n_train)
+        n, shape = sizes.get(spec.split, (n_train, _shape(cfg)))
+        return {"batch": spec.options["p"] * spec.options["k"], "n_train": n, "shape": shape}
+
+    searches = _arm_settings(cfg, n_train, cfg.p * cfg.k, _shape(cfg))
+    return searches + from_specs(eps.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timed)
 
 
 def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the validation split, first seed only
@@ -178,15 +171,6 @@ def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the va
                for name, knobs in candidates.items() for values in knobs.values())
     return [Trainings("each arm's setting", runs, _steps(cfg, n_train, batch), batch, cfg["model"], shape)] if runs \
         else []
-
-
-def _superclasses(cfg, n_train, shape):  # EPS's Table 3 protocol: each loss with and without EPS
-    sup = cfg.get("superclasses")
-    if not sup:
-        return []
-    batch = sup["p"] * sup["k"]  # the steps at Table 2's training size: exact where batches_per_epoch is set
-    return [Trainings("Table 3 (superclasses)", 2 * len(cfg["losses"]) * cfg["n_seeds"], _steps(cfg, n_train, batch),
-                      batch, cfg["model"], shape)]
 
 
 def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, then everything after it
@@ -200,8 +184,8 @@ def from_specs(specs, cfg, n_train: int, timed=None) -> list[Trainings]:
     each table that share their steps, batch, model and what the probe times make one section (named by the table,
     and by the row where a table has several), each with the steps and batch of its own settings. A supervised run
     (its method a loss) takes P x K batches, ``batches_per_epoch`` of them or one pass over ``n_train`` images an
-    epoch, and is timed with a triplet loss (``timed(spec) -> {"batch", "classes", "objective"}``: its own batch
-    and objective instead); one whose options ask for ``curves`` also embeds ``curve_samples`` of each split after
+    epoch, and is timed with a triplet loss (``timed(spec) -> {"batch", "classes", "objective", "n_train",
+    "shape"}``: its own batch, objective, training images and input shape instead: another split's); one whose options ask for ``curves`` also embeds ``curve_samples`` of each split after
     every epoch (:class:`Reading`). An unsupervised run (its method a name of
     :mod:`~dml_tutorial.clustering`) takes a batch of images and their views, one pass over ``n_train`` images an
     epoch, and is timed with its own method and the settings it changes from the profile's ``cfg`` (a cluster head,
@@ -217,11 +201,12 @@ def from_specs(specs, cfg, n_train: int, timed=None) -> list[Trainings]:
         else:
             own_timing = dict(timed(spec)) if timed else {}
             batch = own_timing.pop("batch") if "batch" in own_timing else own.p * own.k
+            n, shape = own_timing.pop("n_train", n_train), own_timing.pop("shape", _shape(own))
             curves = spec.options.get("curves", False)
             if "objective" in own_timing:
                 own_timing["loss"] = ("objective", spec_digest(own_timing["objective"]))
-            t = Trainings("", 0, _steps(own, n_train, batch), batch, own.model, _shape(own), epochs=own.epochs,
-                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if curves else 0,
+            t = Trainings("", 0, _steps(own, n, batch), batch, own.model, shape, epochs=own.epochs,
+                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n) * 2 if curves else 0,
                           **own_timing)
         keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
         keys += [spec.key[1:]] if spec.key[1:] not in keys else []

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import data, eps, losses, profiles
+from dml_tutorial import data, eps, experiment, losses, profiles
 
 
 def _mean_loss(loss, embedding, positives, draws=100, flip=0.1):
@@ -246,3 +246,41 @@ def test_the_chosen_setting_reaches_the_loss_and_keeps_the_profiles_others():
     eps.choose_settings(run, {"triplet": {"margin": [0.3]}}, {"triplet": {"negatives": "semihard-random"}},
                         arms=("all positives",))
     assert seen == [{"margin": 0.3, "negatives": "semihard-random", "positives": "all"}]
+
+
+def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches():
+    """eps.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it."""
+    cfg = profiles.settings("eps", "glyphs2")
+    choices = {("triplet", "EPS"): {"margin": 0.4}, ("triplet", "all positives"): {"margin": 0.05}}
+    specs = eps.grid(cfg, [0, 1], choices)
+    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
+    assert list(dict.fromkeys(s.table for s in specs)) == [eps.EVEN_ODD, eps.SUBCLUSTERS, eps.MAIN,
+                                                           eps.SUPERCLASSES, eps.POSITIVES]
+    assert all(s.split == eps.SPLITS[s.table] for s in specs)
+    first = {s.key: s for s in specs if s.seed == 0}
+    odd = first[(eps.EVEN_ODD, "EPS + Triplet", "")]
+    assert (odd.settings.model, odd.settings.dim, odd.options["p"], odd.options["k"]) == ("convnet", 2, 2,
+                                                                                           cfg.even_odd_k)
+    noisy = first[(eps.SUBCLUSTERS, "Dist-Margin", "sym 0.4")]
+    assert noisy.options["noise"] == ("symmetric", 0.4) and noisy.settings.model == "mlp"
+    margins = {row: first[(eps.MAIN, row, "")].method.local_fn.keywords.get("margin")
+               for row in ("Trip. + SH", "EPS + Trip. + SH", "Trip. + SH, all positives")}
+    assert margins == {"Trip. + SH": cfg.loss_options["triplet"]["margin"], "EPS + Trip. + SH": 0.4,
+                       "Trip. + SH, all positives": 0.05}  # each arm its own knob, the rest the profile's
+    sup = [s for s in specs if s.table == eps.SUPERCLASSES and s.seed == 0]
+    assert len(sup) == 2 * len(cfg.losses) and {(s.options["p"], s.options["k"]) for s in sup} == {(12, 5)}
+    positives = [s for s in specs if s.table == eps.POSITIVES and s.seed == 0]
+    assert [s.column for s in positives] == list(cfg.positives_per_class)
+    assert {s.options["p"] * s.options["k"] for s in positives} == {
+        eps.classes_per_batch(cfg, k) * k for k in cfg.positives_per_class}
+    assert {s.settings.batches_per_epoch for s in positives} == {cfg.positives_batches}
+
+
+def test_the_runner_trains_each_spec_on_its_split_with_its_batches(monkeypatch):
+    seen = []
+    monkeypatch.setattr(experiment, "train_and_retrieve", lambda data, loss_fn, cfg, **kw: seen.append(
+        (data, kw["p"], kw["k"], kw["noise"], kw["seed"])) or "run")
+    cfg = profiles.settings("eps", "smoke")
+    spec = next(s for s in eps.grid(cfg, [2]) if s.table == eps.SUBCLUSTERS and s.options["noise"])
+    assert eps.run_spec({"sub-clusters": "modes"}, "cpu")(spec) == "run"
+    assert seen == [("modes", 4, 16, ("symmetric", 0.4), 2)]
