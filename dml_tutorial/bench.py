@@ -22,6 +22,7 @@ embeddings.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -30,6 +31,7 @@ from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, met
 from .data import Splits
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
+from .spec import RunSpec
 
 #: Candidates per method: every method but a control (:class:`Method`) gets exactly this many trainings at each
 #: of the search's first rates.
@@ -290,6 +292,62 @@ def run(splits, name: str, cfg: dict, *, value=None, lr: float | None = None, se
     result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, cfg.get("cluster_classes"),
                                train.resolve_device(device)), "seconds": seconds}
     return result
+
+
+# --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
+#: The bench's tables, in the order it runs them: the search and the lengths on the validation split, then the
+#: bench and the noise rates on the chapter's split.
+SEARCH, LENGTH, MAIN, NOISE = "search", "length", "bench", "noise rates"
+
+
+def trial_specs(trials: dict, cfg, seeds) -> list[RunSpec]:
+    """One round of :func:`search` as specs: each trial ``{(name, (value, lr)): kwargs of run}`` on the validation
+    split, on each of ``seeds``, its method the bench method's name and its options :func:`run`'s arguments."""
+    return [RunSpec(SEARCH, name, name, cfg, key, seed=s, split="validation",
+                    options={k: v for k, v in kwargs.items() if k != "name"})
+            for (name, key), kwargs in trials.items() for s in seeds]
+
+
+def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
+    """Every training of the bench after its search, at the run's ``choices`` (``{"value": {name: v}, "lr": {name:
+    lr}, "epochs": {name: e}}``: the search's knob and rate, the lengths' epochs; a method's defaults where
+    absent): the lengths (where the profile chooses them: each method trained to :func:`length_trial`'s longest
+    with MAP@R at its checkpoints, on the validation split, the first ``search_seeds`` seeds), the bench (every
+    method, all three measures) and the noise rates (each labelled method at each noisy rate and its topline, the
+    1 - p clean samples, R@1 only), each on every seed. Their method is the bench method's name, their options
+    :func:`run`'s arguments. The notebook runs them (:func:`run_spec`), the plan counts and times them, the cache
+    keys on them."""
+    choices, names = choices or {}, selected(cfg)
+    at = {n: {"value": choices.get("value", {}).get(n, method(n).values[0]), "lr": choices.get("lr", {}).get(n),
+              "epochs": choices.get("epochs", {}).get(n)} for n in names}
+    specs = []
+    if cfg.search_seeds and cfg.length_factor:
+        for n in names:
+            longest, every = length_trial(n, cfg)
+            specs += [RunSpec(LENGTH, n, n, cfg, (at[n]["value"], at[n]["lr"]), seed=s, split="validation",
+                              options={**at[n], "epochs": longest, "every": every, "measures": ("MAP@R",)})
+                      for s in list(seeds)[:cfg.search_seeds]]
+    specs += [RunSpec(MAIN, n, n, cfg, seed=s, options=at[n]) for n in names for s in seeds]
+    for n in [n for n in names if method(n).supervised]:
+        for rate in [r for r in cfg.rates if r]:
+            noisy = {**at[n], "measures": ("R@1",)}
+            specs += [RunSpec(NOISE, n, n, cfg, (rate, "noisy"), seed=s,
+                              options={**noisy, "noise": ("symmetric", rate)}) for s in seeds]
+            specs += [RunSpec(NOISE, n, n, cfg, (rate, "topline"), seed=s, options={**noisy, "fraction": 1 - rate})
+                      for s in seeds]
+    return specs
+
+
+def run_spec(splits: dict, device="auto"):
+    """``run(spec) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one :class:`~dml_tutorial.spec.RunSpec`
+    of :func:`grid` or :func:`trial_specs` trained and measured by :func:`run` on ``splits[spec.split]``. A
+    ``functools.partial``, so that the cache's key holds the data it binds."""
+    return partial(_train_spec, splits=splits, device=device)
+
+
+def _train_spec(spec: RunSpec, *, splits: dict, device="auto") -> experiment.Run:
+    """:func:`run_spec`'s runner."""
+    return run(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device, **spec.options)
 
 
 def _checkpoint(test, seed: int, measure: str, cfg: dict):

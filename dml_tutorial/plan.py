@@ -115,8 +115,8 @@ def _foundations(cfg, n_train):  # one training per seed, closed set then zero-s
 def _dcdl(cfg, n_train):  # each row's rate and length (the walk's sure steps; its rest: Plan.add), then the grid
     classes = cfg.p or (20 if cfg.dataset == "cifar100" else 10)  # every class, or p of them
 
-    def timed(spec):  # each objective with its own terms: the Sinkhorn and MMD terms cost most of a smoke step
-        return {"batch": classes * spec.options["k"], "classes": classes, "objective": spec.method}
+    def timing(spec):  # each objective with its own terms: the Sinkhorn and MMD terms cost most of a smoke step
+        return supervised(spec, n_train, batch=classes * spec.options["k"], objective=spec.method, classes=classes)
 
     searches = []
     if cfg.lr_candidates:  # on the held-out face, first seed, each row under each of its noise settings
@@ -127,7 +127,7 @@ def _dcdl(cfg, n_train):  # each row's rate and length (the walk's sure steps; i
                 searches.append(Trainings(f"rate and length ({dcdl.label(local, term)})", per_row,
                                           _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg),
                                           ("objective", spec_digest(objective)), classes, objective=objective))
-    return searches + from_specs(dcdl.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timed)
+    return searches + from_specs(dcdl.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timing)
 
 
 def spec_digest(objective) -> str:
@@ -157,12 +157,12 @@ def _eps(cfg, n_train):  # each arm's knob (the validation split, first seed), t
     sizes = {eps.SPLITS[eps.EVEN_ODD]: (odd, _shape(cfg, cfg.even_odd_dataset)),
              eps.SPLITS[eps.SUBCLUSTERS]: (4 * 3 * 100 // 2, (2,))}  # 4 classes x 3 modes x 100, half for training
 
-    def timed(spec):  # each run's batch, and the images of its own split (the superclasses': at n_train)
+    def timing(spec):  # each run's batch, and the images of its own split (the superclasses': at n_train)
         n, shape = sizes.get(spec.split, (n_train, _shape(cfg)))
-        return {"batch": spec.options["p"] * spec.options["k"], "n_train": n, "shape": shape}
+        return supervised(spec, n, batch=spec.options["p"] * spec.options["k"], shape=shape)
 
     searches = _arm_settings(cfg, n_train, cfg.p * cfg.k, _shape(cfg))
-    return searches + from_specs(eps.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timed)
+    return searches + from_specs(eps.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timing)
 
 
 def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the validation split, first seed only
@@ -179,35 +179,19 @@ def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, the
     return from_specs(specs, cfg, n_train)
 
 
-def from_specs(specs, cfg, n_train: int, timed=None) -> list[Trainings]:
+def from_specs(specs, cfg, n_train: int, timing=None) -> list[Trainings]:
     """The :class:`Trainings` of a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s): the runs of
     each table that share their steps, batch, model and what the probe times make one section (named by the table,
-    and by the row where a table has several), each with the steps and batch of its own settings. A supervised run
-    (its method a loss) takes P x K batches, ``batches_per_epoch`` of them or one pass over ``n_train`` images an
-    epoch, and is timed with a triplet loss (``timed(spec) -> {"batch", "classes", "objective", "n_train",
-    "shape"}``: its own batch, objective, training images and input shape instead: another split's); one whose options ask for ``curves`` also embeds ``curve_samples`` of each split after
-    every epoch (:class:`Reading`). An unsupervised run (its method a name of
-    :mod:`~dml_tutorial.clustering`) takes a batch of images and their views, one pass over ``n_train`` images an
-    epoch, and is timed with its own method and the settings it changes from the profile's ``cfg`` (a cluster head,
-    K). A validation split's runs are counted at ``n_train`` images: an upper bound."""
+    and by the row where a table has several). ``timing(spec) -> Trainings`` says what one run costs (default
+    :func:`supervised`, or :func:`unsupervised` for a method named by a string); a chapter passes its own where its
+    runs take other batches, splits or objectives. A validation split's runs are counted at ``n_train`` images:
+    an upper bound."""
     profile = cfg.to_dict()
+    timing = timing or (lambda spec: (unsupervised(spec, profile, n_train) if isinstance(spec.method, str)
+                                      else supervised(spec, n_train)))
     groups: dict[tuple, tuple[list, Trainings]] = {}
     for spec in specs:
-        own = spec.settings
-        if isinstance(spec.method, str):  # an unsupervised method of clustering, by name
-            changes = tuple((k, v) for k, v in own.to_dict().items() if v != profile[k])
-            t = Trainings("", 0, own.epochs * max(1, -(-(n_train - 1) // own.batch_size)), 2 * own.batch_size,
-                          own.model, _shape(own), ("cbswr", spec.method, changes))
-        else:
-            own_timing = dict(timed(spec)) if timed else {}
-            batch = own_timing.pop("batch") if "batch" in own_timing else own.p * own.k
-            n, shape = own_timing.pop("n_train", n_train), own_timing.pop("shape", _shape(own))
-            curves = spec.options.get("curves", False)
-            if "objective" in own_timing:
-                own_timing["loss"] = ("objective", spec_digest(own_timing["objective"]))
-            t = Trainings("", 0, _steps(own, n, batch), batch, own.model, shape, epochs=own.epochs,
-                          curve_images=min(own.curve_samples or CURVE_SAMPLES, n) * 2 if curves else 0,
-                          **own_timing)
+        t = timing(spec)
         keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
         keys += [spec.key[1:]] if spec.key[1:] not in keys else []
         group.runs += 1
@@ -217,12 +201,45 @@ def from_specs(specs, cfg, n_train: int, timed=None) -> list[Trainings]:
             for (table, *_), (keys, t) in groups.items()]
 
 
+def supervised(spec, n_train: int, *, batch: int | None = None, shape=None, objective=None,
+               classes: int | None = None) -> Trainings:
+    """One supervised run of a grid: ``batch`` inputs a step (default its settings' P x K), ``batches_per_epoch``
+    steps an epoch or one pass over ``n_train`` images, inputs of ``shape`` (default its dataset's), timed with
+    ``objective`` on ``classes`` classes (default: a triplet loss); where its options ask for ``curves`` it also
+    embeds ``curve_samples`` of each split after every epoch (:class:`Reading`)."""
+    own = spec.settings
+    batch = batch or own.p * own.k
+    curves = min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if spec.options.get("curves") else 0
+    loss = None if objective is None else ("objective", spec_digest(objective))
+    return Trainings("", 0, _steps(own, n_train, batch), batch, own.model, shape or _shape(own), loss, classes,
+                     curve_images=curves, epochs=own.epochs, objective=objective)
+
+
+def unsupervised(spec, profile: dict, n_train: int, method: str | None = None) -> Trainings:
+    """One unsupervised run of a grid (:mod:`~dml_tutorial.clustering`'s ``method``, default the spec's): a batch
+    of images and their views, one pass over ``n_train`` images an epoch, timed with its own method and the
+    settings it changes from the ``profile``'s (a cluster head, K)."""
+    own = spec.settings
+    changes = tuple((k, v) for k, v in own.to_dict().items() if k in profile and v != profile[k])
+    return Trainings("", 0, own.epochs * max(1, -(-(n_train - 1) // own.batch_size)), 2 * own.batch_size,
+                     own.model, _shape(own), ("cbswr", method or spec.method, changes))
+
+
 def _rows(keys: list) -> str:
-    """A plan section's rows in brief: its first ``(row, column)`` (``"L_Trip, clean"``, ``"CBS"``), and how many
-    more."""
+    """A plan section's rows in brief: its first ``(row, column)`` (``"L_Trip, clean"``, ``"MS, 0.75"``, ``"CBS"``),
+    and how many more."""
     row, column = keys[0]
-    first = row if column in ("", None) else f"{row}, {column:g}" if isinstance(column, float) else f"{row}, {column}"
-    return first + (f" and {len(keys) - 1} more" if len(keys) > 1 else "")
+    named = ", ".join(filter(None, [row, _column(column)]))
+    return named + (f" and {len(keys) - 1} more" if len(keys) > 1 else "")
+
+
+def _column(column) -> str:
+    """A column in brief: numbers as ``%g``, a tuple's parts but ``None``, ``""`` for none."""
+    if isinstance(column, tuple):
+        return ", ".join(filter(None, map(_column, column)))
+    if column is None:
+        return ""
+    return f"{column:g}" if isinstance(column, float) else str(column)
 
 
 def _noise_guarantees(cfg, n_train):  # the rate search's sure trainings (its walk's rest: Plan.add), the grid
@@ -233,31 +250,26 @@ def _noise_guarantees(cfg, n_train):  # the rate search's sure trainings (its wa
             ] * bool(searched) + out
 
 
-def _bench(cfg, n_train):  # per method: the search on the validation split, the bench, the noise rates + toplines
-    names = bench.selected(cfg)  # the unsupervised search's steps: counted at the whole split's size, an upper bound
-    batch, shape, s = cfg["p"] * cfg["k"], _shape(cfg), cfg["n_seeds"]
-    steps = _steps(cfg, n_train, batch)
-    unsup = cfg["unsup_epochs"] * max(1, -(-(n_train - 1) // cfg["unsup_batch_size"]))
-    noisy = sum(1 for r in cfg["rates"] if r)
-    out = []
-    for name in names:  # each timed with its own objective: L^W's transport solve costs many triplet steps
-        m = bench.method(name)
-        # the trials the search runs whatever the scores; the notebook adds the rest of its walk (Plan.add)
-        search = cfg["search_seeds"] * bench.sure_trials(name, cfg)
-        if m.supervised:
-            t = Trainings(name, search + s + 2 * noisy * s, steps, batch, cfg["model"], shape, ("bench", name),
-                          cfg["p"])
-        else:
-            own = ((m.knob, m.values[0]), ("batch_size", cfg["unsup_batch_size"]))  # as bench.settings
-            t = Trainings(name, search + s, unsup, 2 * cfg["unsup_batch_size"], cfg["model"], shape,
-                          ("cbswr", m.unsupervised, own))
-        out.append(t)
-        # the choice of a length: one training a search seed, length_factor times as long, at the chosen setting;
-        # the bench's own trainings are counted at the profile's length (the chosen one may be longer)
-        if cfg.get("length_factor") and cfg["search_seeds"]:
-            out.append(replace(t, section=f"{name}: length", runs=cfg["search_seeds"],
-                               steps=int(cfg["length_factor"] * t.steps)))
-    return out
+def _bench(cfg, n_train):  # the search's sure trials (its walk's rest: Plan.add), then the grid, each method timed
+    seeds = range(cfg.n_seeds)  # with its own objective: L^W's transport solve costs many triplet steps
+
+    def timing(spec):  # a method at its options' knob value, rate and length
+        m, o = bench.method(spec.method), spec.options
+        own = bench.settings(spec.method, cfg, o["value"], o["lr"], o.get("epochs"))
+        if not m.supervised:  # as the bench builds it: its knob, its batch of images and their views
+            changes = ((m.knob, m.values[0]), ("batch_size", cfg.unsup_batch_size))
+            return replace(unsupervised(replace(spec, settings=own), {}, n_train), loss=("cbswr", m.unsupervised,
+                                                                                           changes))
+        batch = cfg.p * cfg.k
+        return Trainings("", 0, _steps(own, n_train, batch), batch, cfg.model, _shape(cfg), ("bench", spec.method),
+                         cfg.p)
+
+    searched = []
+    for name in bench.selected(cfg) if cfg.search_seeds else ():  # on the validation split, at n_train: a bound
+        trials = {(name, (v, None)): {"value": v, "lr": None} for v in bench.method(name).values}
+        searched.append(replace(timing(bench.trial_specs(trials, cfg, [0])[0]), section=name,
+                                runs=cfg.search_seeds * bench.sure_trials(name, cfg)))
+    return searched + from_specs(bench.grid(cfg, seeds), cfg, n_train, timing)
 
 
 #: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.

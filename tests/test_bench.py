@@ -367,17 +367,12 @@ def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monk
     assert seen["p"] == 4 and seen["p"] * seen["k"] == cfg["p"] * cfg["k"]
 
 
-@pytest.mark.parametrize("profile", ["smoke", "colab", "full"])  # the walk's profiles: the test below
-def test_the_plan_counts_every_grid_of_the_chapter(profile):
+@pytest.mark.parametrize("profile", ["smoke", "colab", "full", "fashion", "glyphs2"])
+def test_the_plan_counts_the_grid_and_the_searchs_sure_trials(profile):
     cfg = profiles.settings("bench", profile)
-    names = bench.selected(cfg)
-    labelled = sum(bench.METHODS[n].supervised for n in names)
-    noisy = sum(1 for r in cfg["rates"] if r)
-    lengths = cfg["search_seeds"] * len(names) if cfg["length_factor"] else 0  # one a method and search seed
-    candidates = sum(len(bench.METHODS[n].values) for n in names)  # a control has one (the others SEARCH_BUDGET)
-    expected = (candidates * cfg["search_seeds"] + cfg["n_seeds"] * len(names)
-                + 2 * noisy * cfg["n_seeds"] * labelled + lengths)
-    assert sum(t.runs for t in plan.COUNTS["bench"](cfg, 1000)) == expected
+    sure = sum(bench.sure_trials(n, cfg) for n in bench.selected(cfg)) * cfg.search_seeds
+    counted = plan.COUNTS["bench"](cfg, 1000)
+    assert sum(t.runs for t in counted) == sure + len(bench.grid(cfg, range(cfg.n_seeds)))
 
 
 def test_ranking_and_robustness_figures_draw_one_mark_per_method():
@@ -532,18 +527,17 @@ def test_every_ladder_holds_its_methods_candidates_in_order():
 
 
 @pytest.mark.parametrize("profile", ["fashion", "glyphs2"])
-def test_the_plan_counts_the_walks_first_step_on_the_cpu_test_beds(profile):
+def test_the_plan_counts_the_walks_first_step_and_each_methods_longest_length(profile):
     cfg = profiles.settings("bench", profile)
     names = bench.selected(cfg)
-    labelled = sum(bench.METHODS[n].supervised for n in names)
-    noisy = sum(1 for r in cfg["rates"] if r)
     trials = sum(len(bench.METHODS[n].values) * len(cfg["method_lrs"]) + 1 for n in names)  # grid + first step
-    expected = (trials * cfg["search_seeds"] + cfg["n_seeds"] * len(names)
-                + 2 * noisy * cfg["n_seeds"] * labelled + cfg["search_seeds"] * len(names))  # and the lengths
     counted = plan.COUNTS["bench"](cfg, 1000)
-    assert sum(t.runs for t in counted) == expected
+    assert sum(t.runs for t in counted if t.section in names) == trials * cfg["search_seeds"]
     steps = {t.section: t.steps for t in counted}  # a length's trainings: three times a method's own
-    assert steps["MS: length"] == 3 * steps["MS"] == 3 * 10 * 100 and steps["SME: length"] == 3 * steps["SME"]
+    ms = next(t for t in counted if t.section.startswith("length (MS"))
+    assert ms.steps == 3 * steps["MS"] == 3 * 10 * 100 and ms.section == f"length (MS, {bench.METHODS['MS'].values[0]:g})"
+    sme = next(t for t in counted if t.section.startswith("length (SME"))
+    assert sme.steps == 3 * steps["SME"]
 
 
 def _curve(*points, metric="MAP@R"):
@@ -620,3 +614,40 @@ def test_train_and_retrieve_takes_curves_or_its_own_checkpoints_not_both(digits)
     with pytest.raises(ValueError, match="curves=True or an evaluate function"):
         experiment.train_and_retrieve(digits, losses.triplet_loss, profiles.settings("bench", "smoke"), p=4, k=4,
                                       curves=True, evaluate=lambda model: {})
+
+
+def test_the_benchs_grid_declares_each_run_once_at_the_searchs_choices():
+    """bench.grid is the one place a run of the bench is declared: the notebook, the plan and the cache read it."""
+    cfg = profiles.settings("bench", "smoke")
+    names = bench.selected(cfg)
+    first = names[0]
+    choices = {"value": {first: 0.4}, "lr": {first: 3e-3}, "epochs": {first: 7}}
+    specs = bench.grid(cfg, [0, 1, 2], choices)
+    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
+    assert list(dict.fromkeys(s.table for s in specs)) == [bench.LENGTH, bench.MAIN, bench.NOISE]
+    lengths = [s for s in specs if s.table == bench.LENGTH]
+    assert {s.seed for s in lengths} == set(range(cfg.search_seeds)) and {s.split for s in lengths} == {"validation"}
+    longest, every = bench.length_trial(first, cfg)
+    mine = next(s for s in lengths if s.row == first)
+    assert (mine.column, mine.options["epochs"], mine.options["every"]) == ((0.4, 3e-3), longest, every)
+    main = {s.row: s.options for s in specs if s.table == bench.MAIN and s.seed == 0}
+    assert list(main) == names and dict(main[first]) == {"value": 0.4, "lr": 3e-3, "epochs": 7}
+    other = names[1]
+    assert dict(main[other]) == {"value": bench.method(other).values[0], "lr": None, "epochs": None}
+    noisy = [s for s in specs if s.table == bench.NOISE and s.seed == 0]
+    labelled = [n for n in names if bench.method(n).supervised]
+    assert len(noisy) == 2 * len(labelled) * sum(1 for r in cfg.rates if r)
+    by_column = {(s.row, s.column): s.options for s in noisy}
+    assert by_column[(first, (0.4, "noisy"))]["noise"] == ("symmetric", 0.4)
+    assert by_column[(first, (0.4, "topline"))]["fraction"] == pytest.approx(0.6)
+    assert not any(bench.method(s.row).unsupervised for s in noisy)  # labels never reach SME or CBSwR
+
+
+def test_the_benchs_runner_calls_run_with_the_specs_options(monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "run", lambda data, name, cfg, **kw: seen.append((data, name, kw)) or "run")
+    cfg = profiles.settings("bench", "smoke")
+    trials = {("SME", (0.1, None)): {"name": "SME", "value": 0.1, "lr": None, "measures": ("MAP@R",)}}
+    (spec,) = bench.trial_specs(trials, cfg, [4])
+    assert bench.run_spec({"validation": "val"}, "cpu")(spec) == "run"
+    assert seen == [("val", "SME", {"seed": 4, "device": "cpu", "value": 0.1, "lr": None, "measures": ("MAP@R",)})]

@@ -174,20 +174,17 @@ def test_cbswr_plan_counts_and_times_the_chapters_declared_grid(monkeypatch):
 def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
     """The bench's L^W step costs several triplet steps and CBSwR's clustering more again: each labelled method is
     probed with its own objective (bench.make_loss) on batches of the profile's P classes, each unsupervised one
-    with its clustering objective at its default knob; the counts are the notebook's (search, bench, noisy runs and
-    toplines per labelled method; search and bench per unsupervised one)."""
+    with its clustering objective at its default knob; the count is the search's and the grid's (bench.grid)."""
     probed = []
     monkeypatch.setattr(plan, "probe", lambda model, shape, batch, dim, device, **kw: probed.append(kw) or 0.01)
     cfg = profiles.settings("bench", "smoke")
     p = plan.make("bench", cfg, "cpu", n_train=1_000)
-    names, s = bench.selected(cfg), cfg["n_seeds"]
-    search = {n: cfg["search_seeds"] * len(bench.method(n).values) for n in names}  # a control: one candidate
-    noisy = sum(1 for r in cfg["rates"] if r)
-    lengths = cfg["search_seeds"] * len(names)  # the choice of a length: one training a method and search seed
-    assert p.runs == sum(search[n] + s + 2 * noisy * s * bench.method(n).supervised for n in names) + lengths
-    own = [t for t in p.trainings if not t.section.endswith(": length")]  # a length's share their method's probe
+    names = bench.selected(cfg)
+    search = sum(cfg.search_seeds * len(bench.method(n).values) for n in names)  # a control: one candidate
+    assert p.runs == search + len(bench.grid(cfg, range(cfg.n_seeds)))  # the lengths, the bench, noise rates
+    own = p.trainings[:len(names)]  # the search's sections, one a method: every other shares a method's probe
     assert [t.section for t in own] == names and len(probed) == len(names)
-    assert [t.section for t in p.trainings if t not in own] == [f"{n}: length" for n in names]
+    assert {t.key for t in p.trainings} == {t.key for t in own}
     net, x, y = models.make_model("mlp", (1, 8, 8), 8), torch.randn(20, 1, 8, 8), torch.arange(20) % 5
 
     def value(loss):  # as train.fit calls it; some methods draw their negatives at random
