@@ -22,7 +22,7 @@ RESULTS = Path(__file__).parent / "results"
 def estimate(chapter: str, h100: dict, **changes) -> dict:
     cfg = profiles.settings(chapter, "colab", changes)
     n = plan.TRAIN_IMAGES[cfg["dataset"]]
-    trainings = plan.COUNTS[chapter](cfg, n)
+    trainings = plan.GRIDS[chapter](cfg, n)
     key = "bf16_channels_last_images_per_s" if cfg.get("amp") else "fp32_images_per_s"
     speed = {m: h100[m][key] / profiles.T4_ESTIMATE["slower_than_h100"] for m in {t.model for t in trainings} & set(h100)}
     training = sum(t.images / speed[t.model] for t in trainings if t.model in speed)

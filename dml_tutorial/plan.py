@@ -6,9 +6,12 @@ steps, and about how long they take at the speed a short probe measures on this 
     ...
     plan.check()   # its last cell: the trainings it ran against the plan's count; an error if they differ
 
-The trainings are counted from the chapter's settings by one function per chapter (:data:`COUNTS`), each written
-next to the notebook's grids it mirrors. :meth:`Plan.check` compares that count with :data:`train.TRAININGS`, the
-record of every training the process ran, so that every executed notebook (CI's smoke runs included) tests it.
+The trainings are those of the chapter's declared grid (:data:`GRIDS`: each paper module's and the bench's
+``grid(cfg, seeds)``, the :class:`~dml_tutorial.spec.RunSpec` s its notebook runs, counted by :func:`from_specs`),
+and of its searches, the trainings a search runs whatever the scores (a walk's further steps are added once known,
+:meth:`Plan.add`). The foundations chapter, whose lesson shows its training loop in view, counts its two loops of
+one training a seed. :meth:`Plan.check` compares that count with the trainings the process recorded
+(:func:`dml_tutorial.recorder.current`), so that every executed notebook (CI's smoke runs included) tests it.
 
 The estimate is the probe's seconds per training step (the chapter's model at its batch shape, random inputs,
 ``amp`` and ``channels_last`` as the profile says) times the planned steps. The probe trains a triplet loss, or the
@@ -35,7 +38,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, train
+from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, recorder, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
 from .spec import as_data
@@ -106,7 +109,7 @@ def _shape(cfg: dict, dataset: str | None = None) -> tuple:
     return INPUT_SHAPES.get(dataset or cfg["dataset"], (3, side, side))
 
 
-def _foundations(cfg, n_train):  # one training per seed, closed set then zero-shot
+def _foundations(cfg, n_train):  # the lesson's two loops in view: one training a seed, closed set then zero-shot
     batch, shape = cfg["p"] * cfg["k"], _shape(cfg)
     return [Trainings(s, cfg["n_seeds"], _steps(cfg, n_train, batch), batch, cfg["model"], shape)
             for s in ("closed set", "zero-shot")]
@@ -272,8 +275,8 @@ def _bench(cfg, n_train):  # the search's sure trials (its walk's rest: Plan.add
     return searched + from_specs(bench.grid(cfg, seeds), cfg, n_train, timing)
 
 
-#: chapter -> function(cfg, training images) -> [Trainings], mirroring the chapter notebook's grids.
-COUNTS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _eps, "cbswr": _cbswr,
+#: chapter -> function(cfg, training images) -> [Trainings]: its searches' sure trainings and its declared grid.
+GRIDS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _eps, "cbswr": _cbswr,
           "noise_guarantees": _noise_guarantees, "bench": _bench}
 
 
@@ -453,7 +456,7 @@ class Plan:
     downloads: list
     trainings: list
     seconds_per_step: dict = field(default_factory=dict)  # (model, batch, shape) -> seconds
-    start: int = 0  # len(train.TRAININGS) when the plan was made
+    start: int = 0  # the recorder's trainings when the plan was made
     reading: Reading | None = None  # datasets of JPEG files: decoding and evaluation passes
 
     @property
@@ -506,13 +509,13 @@ class Plan:
             self.trainings.append(replace(base, section=section, runs=runs))
 
     def check(self) -> str:
-        """The trainings run since the plan was made (:data:`train.TRAININGS`, cached runs included) against the
+        """The trainings run since the plan was made (the current recorder's, cached runs included) against the
         plan's count; raises ``AssertionError`` if they differ, else returns the comparison of the times."""
-        ran = train.TRAININGS[self.start:]
+        ran = recorder.current().trainings[self.start:]
         cached = sum(1 for r in ran if r["cached"])
         if len(ran) != self.runs:
-            raise AssertionError(f"the plan counts {self.runs} trainings, the notebook ran {len(ran)}: update "
-                                 f"dml_tutorial.plan.COUNTS[{self.chapter!r}] to match the chapter's grids")
+            raise AssertionError(f"the plan counts {self.runs} trainings, the notebook ran {len(ran)}: it trains "
+                                 f"outside the chapter's declared grid (dml_tutorial.plan.GRIDS[{self.chapter!r}])")
         seconds = sum(r["seconds"] for r in ran)
         return (f"{len(ran)} trainings as planned ({cached} loaded from the cache): {_duration(seconds)} of "
                 f"training, estimated {_duration(self.estimate())}")
@@ -525,14 +528,15 @@ def _unsupervised(method: str, shape: tuple, cfg: dict, net):
 
 def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: int | None = None) -> Plan:
     """The plan of ``chapter`` under ``cfg`` (:func:`dml_tutorial.profiles.settings`) on ``device``: downloads,
-    trainings (:data:`COUNTS`) and one probe (:func:`probe`) per distinct model and batch shape."""
-    if chapter not in COUNTS:
-        raise ValueError(f"no plan for chapter {chapter!r}; chapters with a plan: {', '.join(COUNTS)}")
+    trainings (:data:`GRIDS`) and one probe (:func:`probe`) per distinct model and batch shape."""
+    if chapter not in GRIDS:
+        raise ValueError(f"no plan for chapter {chapter!r}; chapters with a plan: {', '.join(GRIDS)}")
     dev = train.resolve_device(device)
-    trainings = COUNTS[chapter](cfg, n_train if n_train is not None else train_images(cfg, root))
+    trainings = GRIDS[chapter](cfg, n_train if n_train is not None else train_images(cfg, root))
     threads = torch.get_num_threads()
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {threads} thread{'s' * (threads > 1)}"
-    plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings, start=len(train.TRAININGS))
+    plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings,
+                start=len(recorder.current().trainings))
     for t in trainings:
         if t.runs and t.key not in plan.seconds_per_step:
             image = len(t.shape) == 3 and t.shape[-1] >= 32

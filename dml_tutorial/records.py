@@ -3,9 +3,9 @@
 {column: [value per seed]}}, "paper": {row: {column: value}}}``, as a run file stores it and as
 :func:`dml_tutorial.report.record` records it.
 
-:data:`SESSION` keeps every table this process recorded (a notebook's kernel), so that a chapter's conclusions are
-computed by the same function (:func:`dml_tutorial.claims.assess`) from the same tables as its pages are from its
-run file: ``claims.assess("eps", [records.session_run("eps")])``.
+The current recorder (:mod:`dml_tutorial.recorder`) keeps every table this process recorded (a notebook's kernel),
+so that a chapter's conclusions are computed by the same function (:func:`dml_tutorial.claims.assess`) from the
+same tables as its pages are from its run file: ``claims.assess("eps", [records.session_run("eps")])``.
 """
 
 from __future__ import annotations
@@ -14,17 +14,19 @@ from collections import defaultdict
 
 import numpy as np
 
+from . import recorder
 from .tables import key
 
-#: The tables recorded in this process, oldest first (:func:`dml_tutorial.report.record` appends).
-SESSION: list[dict] = []
+#: The tables the process's default recorder holds (deprecated: read ``recorder.current().tables``).
+SESSION: list[dict] = recorder.DEFAULT.tables
 
 
 def session_run(chapter: str) -> dict:
-    """The tables recorded in this process as one run (the part of a run file that :func:`merge_seeds` reads),
+    """The tables the current recorder holds as one run (the part of a run file that :func:`merge_seeds` reads),
     with the profile they were recorded under (a smoke run decides no verdict words)."""
-    profiles = {t.get("settings", {}).get("profile") for t in SESSION} - {None}
-    return {"chapter": chapter, "profile": profiles.pop() if len(profiles) == 1 else None, "tables": list(SESSION)}
+    tables = recorder.current().tables
+    profiles = {t.get("settings", {}).get("profile") for t in tables} - {None}
+    return {"chapter": chapter, "profile": profiles.pop() if len(profiles) == 1 else None, "tables": list(tables)}
 
 
 def merge_seeds(runs: list[dict]) -> dict:

@@ -23,11 +23,11 @@ from pathlib import Path
 
 import numpy as np
 
-from . import __version__, claims, evidence, reference, registry
+from . import __version__, claims, evidence, recorder, reference, registry
 from . import tables as declared
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .labels import label_tex
-from .records import SESSION, merge_seeds, row_seeds
+from .records import merge_seeds, row_seeds
 from .tables import REFERENCES, STARTED, TABLES, Table, id_of, results_table, styled, title_of
 
 ENV = "DML_TUTORIAL_RECORD"
@@ -69,33 +69,28 @@ def record(table: Table | str, measured: dict, paper: dict | None = None, *, cfg
            choices: dict | None = None):
     """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
     :func:`dml_tutorial.tables.results_table` (returned styled, :func:`dml_tutorial.tables.styled`; the table is
-    its ``.data``); under ``dml-tutorial run``, record them for the report; under nbval
-    (``DML_TUTORIAL_CHECK`` set), check them against the chapter's committed record
-    (:func:`dml_tutorial.reference.check`), which raises when they drifted beyond what another machine explains.
+    its ``.data``) and record them in the current recorder (:func:`dml_tutorial.recorder.current`), which hands
+    them to its sinks: under ``dml-tutorial run`` the run's file (:class:`RunFile`), under nbval
+    (``DML_TUTORIAL_CHECK`` set) a check against the chapter's committed record (:class:`DriftCheck`, which raises
+    when they drifted beyond what another machine explains).
     ``table``: a declared :class:`~dml_tutorial.tables.Table` (one that claims or code read; its id is recorded
     beside its title), or the title of a table only shown.
     ``cfg``: the chapter's settings (:class:`dml_tutorial.settings.Settings`), recorded as they are; ``choices``:
     what the run chose for itself (a searched rate, a cluster head: ``{"head": "released"}``), recorded beside
     them, never in them. An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
-    declared = table if isinstance(table, Table) else None
-    if declared is None and id_of(table):
+    declared_table = table if isinstance(table, Table) else None
+    if declared_table is None and id_of(table):
         raise ValueError(f"{table!r} is a declared table: record it as tables.{_constant(id_of(table))}, so that "
                          "its claims find it by its id")
     if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
         print(f"{table}: not part of the {cfg['profile']} profile")
         return None
-    settings = cfg.to_dict()  # every setting that made the numbers, the per-loss dicts included
-    entry = {"table": str(table), **({"id": declared.id} if declared else {}), "seeds": [int(s) for s in seeds],
-             "device": device_name(device),
-             "settings": settings, **({"choices": _plain(choices)} if choices else {}),
+    entry = {"table": str(table), **({"id": declared_table.id} if declared_table else {}),
+             "seeds": [int(s) for s in seeds], "device": device_name(device),
+             "settings": cfg.to_dict(),  # every setting that made the numbers, the per-loss dicts included
+             **({"choices": _plain(choices)} if choices else {}),
              "measured": _jsonable(measured), "paper": _jsonable(paper)}
-    SESSION.append(entry)  # what the chapter's conclusions assess (records.session_run)
-    path = os.environ.get(ENV)
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-    if os.environ.get(reference.ENV):
-        reference.check(table, _jsonable(measured), settings, seeds)
+    recorder.current().table(entry)  # the conclusions read it (records.session_run); the sinks keep or check it
     return styled(results_table(measured, paper, digits))
 
 
@@ -105,17 +100,63 @@ def _constant(id: str) -> str:
 
 
 def record_figure(fig, name: str):
-    """Under ``dml-tutorial run --figures`` (how a sweep runs a chapter), save ``fig`` as ``<name>.png`` for the run
-    file, so that a page can show the run's pictures (embeddings of models that are not kept) beside its numbers;
-    anywhere else, do nothing. Returns ``fig``."""
-    path = os.environ.get(ENV)
-    if path and os.environ.get(FIGURES_ENV):
-        folder = Path(path).with_suffix(".figures")
-        folder.mkdir(exist_ok=True)
-        fig.savefig(folder / f"{_slug(name)}.png", dpi=90, bbox_inches="tight")
+    """Hand ``fig`` to the current recorder's sinks: under ``dml-tutorial run --figures`` (how a sweep runs a
+    chapter) it is saved as ``<name>.png`` for the run file (:class:`RunFile`), so that a page can show the run's
+    pictures (embeddings of models that are not kept) beside its numbers; anywhere else nothing keeps it.
+    Returns ``fig``."""
+    recorder.current().figure(fig, name)
     return fig
 
 
+class RunFile:
+    """A sink (:mod:`dml_tutorial.recorder`): each table appended as one JSON line to ``path`` (what
+    ``dml-tutorial run`` turns into the run file), and with ``figures`` each figure saved as a PNG in the folder
+    ``<path without suffix>.figures``."""
+
+    def __init__(self, path, figures: bool = False):
+        self.path, self.figures = Path(path), figures
+
+    def table(self, entry: dict) -> None:
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry) + "\n")
+
+    def figure(self, fig, name: str) -> None:
+        if self.figures:
+            folder = self.path.with_suffix(".figures")
+            folder.mkdir(exist_ok=True)
+            fig.savefig(folder / f"{_slug(name)}.png", dpi=90, bbox_inches="tight")
+
+
+class DriftCheck:
+    """A sink: each table checked against the chapter's committed record (:func:`dml_tutorial.reference.check`:
+    raises :class:`~dml_tutorial.reference.ResultsDrifted` beyond the tolerance)."""
+
+    def table(self, entry: dict) -> None:
+        table = declared.by_id(entry["id"]) if "id" in entry else entry["table"]
+        reference.check(table, entry["measured"], entry["settings"], entry["seeds"])
+
+
+class FromEnvironment:
+    """The default recorder's sink: a :class:`RunFile` where ``DML_TUTORIAL_RECORD`` names one (with figures where
+    ``DML_TUTORIAL_FIGURES`` is set), a :class:`DriftCheck` where ``DML_TUTORIAL_CHECK`` is set, read at each
+    table: how ``dml-tutorial run`` and nbval ask a notebook's kernel, another process, for them."""
+
+    def sinks(self) -> list:
+        path = os.environ.get(ENV)
+        return ([RunFile(path, figures=bool(os.environ.get(FIGURES_ENV)))] if path else []) + (
+            [DriftCheck()] if os.environ.get(reference.ENV) else [])
+
+    def table(self, entry: dict) -> None:
+        for sink in self.sinks():
+            sink.table(entry)
+
+    def figure(self, fig, name: str) -> None:
+        for sink in self.sinks():
+            if hasattr(sink, "figure"):
+                sink.figure(fig, name)
+
+
+recorder.DEFAULT.sinks[:] = [FromEnvironment()]  # the process's default recorder: the environment's sinks
 FIGURES_ENV = "DML_TUTORIAL_FIGURES"
 
 

@@ -26,6 +26,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
+from . import recorder
 from .data import ArrayDataset
 
 
@@ -156,16 +157,15 @@ def _loss_arity(loss_fn) -> int:
     return len([p for p in params if p.default is p.empty and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)])
 
 
-#: Every training this process has run, in order: one record per :func:`fit` (and per
-#: :func:`dml_tutorial.clustering.train_unsupervised`): ``description``, ``steps``, ``seconds``, ``cached`` (True
-#: for a run :func:`dml_tutorial.experiment.grid` loaded from its cache instead). :mod:`dml_tutorial.plan` checks a
-#: chapter's plan against it.
-TRAININGS: list[dict] = []
+#: The trainings the process's default recorder holds (deprecated: read ``recorder.current().trainings``).
+TRAININGS: list[dict] = recorder.DEFAULT.trainings
 
 
 def record_training(description: str, steps: int, seconds: float, cached: bool = False) -> None:
-    """Append one training to :data:`TRAININGS`."""
-    TRAININGS.append({"description": description, "steps": steps, "seconds": seconds, "cached": cached})
+    """Keep one training in the current recorder (:mod:`dml_tutorial.recorder`): one per :func:`fit` (and per
+    :func:`dml_tutorial.clustering.train_unsupervised`), ``cached`` for a run a grid loaded from its cache
+    instead; :mod:`dml_tutorial.plan` checks a chapter's plan against them."""
+    recorder.current().training(description, steps, seconds, cached)
 
 
 def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimizer=None, lr: float = 1e-3,
@@ -190,7 +190,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
       layer in float32); ``channels_last``: NHWC layout for the model and image batches.
       On an H100 the two together gave 1.3-1.9x at 224 px and 0.87x for VGG-9 at 32 px
       (``benchmarks/bench_train_step.py``), so the profiles turn them on per model.
-    - ``counted=False`` leaves the training out of :data:`TRAININGS`, which a chapter's plan checks against its
+    - ``counted=False`` leaves the training out of the recorder's trainings, which a chapter's plan checks against its
       grids: for work that is no grid's, such as building a pretrained start on first use.
     """
     if epochs < 0:

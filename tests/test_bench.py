@@ -371,7 +371,7 @@ def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monk
 def test_the_plan_counts_the_grid_and_the_searchs_sure_trials(profile):
     cfg = profiles.settings("bench", profile)
     sure = sum(bench.sure_trials(n, cfg) for n in bench.selected(cfg)) * cfg.search_seeds
-    counted = plan.COUNTS["bench"](cfg, 1000)
+    counted = plan.GRIDS["bench"](cfg, 1000)
     assert sum(t.runs for t in counted) == sure + len(bench.grid(cfg, range(cfg.n_seeds)))
 
 
@@ -531,7 +531,7 @@ def test_the_plan_counts_the_walks_first_step_and_each_methods_longest_length(pr
     cfg = profiles.settings("bench", profile)
     names = bench.selected(cfg)
     trials = sum(len(bench.METHODS[n].values) * len(cfg["method_lrs"]) + 1 for n in names)  # grid + first step
-    counted = plan.COUNTS["bench"](cfg, 1000)
+    counted = plan.GRIDS["bench"](cfg, 1000)
     assert sum(t.runs for t in counted if t.section in names) == trials * cfg["search_seeds"]
     steps = {t.section: t.steps for t in counted}  # a length's trainings: three times a method's own
     ms = next(t for t in counted if t.section.startswith("length (MS"))

@@ -79,7 +79,7 @@ def test_every_dry_run_is_dry(profile, chapter):
         cfg = profiles.settings(chapter, "colab", tiny)
     assert cfg["model"] == backbone
     n_train = sum(n for _, n in TRAIN_TEST[0])
-    trainings = plan.COUNTS[chapter](cfg, n_train)
+    trainings = plan.GRIDS[chapter](cfg, n_train)
     trained = sum(t.images for t in trainings if t.model == backbone)
     assert 0 < trained <= MAX_TRAINED_IMAGES, [(t.section, t.images) for t in trainings]
     assert all(t.shape == (3, 32, 32) for t in trainings if t.model == backbone)

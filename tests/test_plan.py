@@ -68,8 +68,8 @@ def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
     p = _plan(runs=2)
     assert p.estimate() == 2 * 10 * 0.5
     train.record_training("one", 10, 3.0)
-    with pytest.raises(AssertionError, match=r"the plan counts 2 trainings, the notebook ran 1: update "
-                                             r"dml_tutorial.plan.COUNTS\['dcdl'\]"):
+    with pytest.raises(AssertionError, match=r"the plan counts 2 trainings, the notebook ran 1: it trains outside "
+                                             r"the chapter's declared grid \(dml_tutorial.plan.GRIDS\['dcdl'\]\)"):
         p.check()
     train.record_training("two", 0, 0.0, cached=True)
     assert p.check() == "2 trainings as planned (1 loaded from the cache): 3 s of training, estimated 10 s"
@@ -226,13 +226,13 @@ def test_downloads_list_the_dataset_and_the_backbone_weights_and_what_is_already
     assert plan.downloads(profiles.settings("dcdl", "smoke"), root=tmp_path) == []  # scikit-learn's digits
 
 
-@pytest.mark.parametrize("chapter", sorted(plan.COUNTS))
+@pytest.mark.parametrize("chapter", sorted(plan.GRIDS))
 def test_every_colab_profile_trains_its_central_comparison_within_its_budget(chapter):
     """The colab profile's estimated T4 time (profiles.T4_ESTIMATE: the H100's measured speed divided by 9) stays
     within the training budget, and it trains at least one pair of runs."""
     cfg = profiles.settings(chapter, "colab")
     h100 = {r["model"]: r for r in json.loads((ROOT / "benchmarks/results/train_step_cuda.json").read_text())["rows"]}
-    trainings = plan.COUNTS[chapter](cfg, plan.TRAIN_IMAGES[cfg["dataset"]])
+    trainings = plan.GRIDS[chapter](cfg, plan.TRAIN_IMAGES[cfg["dataset"]])
     assert sum(t.runs for t in trainings) >= 2
     slower = profiles.T4_ESTIMATE["slower_than_h100"]
     images = {t.model: 0 for t in trainings}
@@ -259,7 +259,7 @@ def test_reading_counts_decoding_once_or_every_pass_and_every_evaluation(monkeyp
     cfg = profiles.settings("ecaml", "colab")
     assert cfg["decode_once"] and cfg["curve_samples"] == 1000 and cfg["epochs"] == 15
     n_train, n_test = 5_864, 5_924
-    trainings = plan.COUNTS["ecaml"](cfg, n_train)
+    trainings = plan.GRIDS["ecaml"](cfg, n_train)
     runs = sum(t.runs for t in trainings)
     evaluated = runs * (n_train + n_test) + 2 * 15 * 2 * 1000  # binomial with and without EC: 2 curve runs
     r = plan.reading(cfg, trainings, n_train, 1e-3, root="/nonexistent")
