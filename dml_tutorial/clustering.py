@@ -23,7 +23,6 @@ then empty).
 from __future__ import annotations
 
 import math
-import sys
 import time
 from functools import partial
 
@@ -31,7 +30,6 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
-from tqdm import tqdm
 
 from . import metrics, models, train
 from ._checks import check_choice
@@ -235,7 +233,9 @@ class CBSwR(nn.Module):
     def forward(self, x: torch.Tensor, x_hat: torch.Tensor, labels: torch.Tensor | None = None):
         alpha, beta, gamma = self.weights
         images = torch.cat([x, x_hat])
-        features = self.model.features(images)
+        with _mixed(self, images.device.type):
+            features = self.model.features(images)
+        features = features.float()
         f_all = self.embed(features)
         logits = self.logits(f_all)
         k = self.k
@@ -299,7 +299,9 @@ class SME(nn.Module):
         self.model, self.tau, self.self_similarity = model, tau, self_similarity
 
     def forward(self, x, x_hat, labels=None):
-        f, f_hat = self.model(torch.cat([x, x_hat])).chunk(2)
+        with _mixed(self, x.device.type):
+            z = self.model(torch.cat([x, x_hat]))
+        f, f_hat = z.float().chunk(2)
         loss = sme_loss(f, f_hat, self.tau, self.self_similarity) / len(f)
         return loss, {"sme": loss.item()}
 
@@ -318,41 +320,46 @@ def random_shift(x: torch.Tensor, max_shift: int = 1, generator: torch.Generator
 def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: int = 64, lr: float = 1e-2,
                        momentum: float = 0.9, weight_decay: float = 0.0, augment=random_shift, device="auto",
                        seed: int = 0, progress: bool = True, description: str = "unsupervised", num_workers: int = 0,
-                       evaluate=None, eval_every: int = 1):
+                       evaluate=None, eval_every: int = 1, checkpoint=None, resume: bool = True, amp: bool = False):
     """Train ``objective`` (:class:`CBSwR` or :class:`SME`, which holds the model) without labels: shuffled batches
     of ``batch_size`` images, each with its augmented view (``augment`` on the device for in-memory data; a second
     draw of the dataset's random transform for images on disk, decoded by ``num_workers`` loader processes), SGD
-    with momentum. Returns a :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch;
-    ``evaluate(model) -> dict`` (the objective's model, in eval mode) adds its entries after every ``eval_every``
-    epochs and after the last, as :func:`dml_tutorial.train.fit` does."""
+    with momentum, in the loop every training shares (:func:`dml_tutorial.train.epochs_of`). Returns a
+    :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch; ``evaluate(model) -> dict``
+    (the objective's model, in eval mode) adds its entries after every ``eval_every`` epochs and after the last, as
+    :func:`dml_tutorial.train.fit` does; with ``checkpoint`` the training is saved there after every epoch (the
+    order's and the views' generator too) and resumes from it; ``amp``: the trunk under mixed precision, as in
+    :func:`~dml_tutorial.train.fit`, the embedding layer and the losses in float32."""
     dev = train.resolve_device(device)
     train.seed_everything(seed)
     objective.to(dev).train()
     opt = torch.optim.SGD(objective.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+    amp_dtype = train.amp_precision(dev)
+    scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
+    objective.trunk_precision = amp_dtype if amp else None
     g = torch.Generator().manual_seed(seed)
-    history, began, steps = train.History(), time.perf_counter(), 0
-    for epoch in tqdm(range(epochs), desc=description, disable=not progress, file=sys.stderr, mininterval=1.0):
-        t0, records = time.perf_counter(), []
+
+    def epoch_steps(epoch):  # one pass over the data in batches of images and their views
         for x, x_hat, y in _pairs(data, batch_size, augment, g, dev, num_workers):
             loss, parts = objective(x, x_hat, y)  # y: for the diagnostics and the oracle head only
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate")
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            records.append({"loss": loss.item(), **parts})
-            steps += 1
-        record = {"epoch": epoch + 1, **{key: float(np.mean([r[key] for r in records])) for key in records[0]},
-                  "seconds": time.perf_counter() - t0}
-        if evaluate is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
-            objective.eval()
-            with torch.no_grad():
-                record.update(evaluate(objective.model))
-            objective.train()
-        history.records.append(record)
-    objective.eval()
-    train.record_training(description, steps, time.perf_counter() - began)
-    return history
+            train.step(loss, opt, scaler, epoch)
+            yield {"loss": loss.item(), **parts}
+
+    try:
+        return train.epochs_of(objective, epoch_steps, epochs=epochs, optimizer=opt, scaler=scaler,
+                               evaluate=evaluate, eval_model=objective.model, eval_every=eval_every,
+                               checkpoint=checkpoint, resume=resume, device=dev, progress=progress,
+                               description=description, extra={"generator": train.GeneratorState(g)})
+    finally:
+        objective.trunk_precision = None
+
+
+def _mixed(objective, device_type: str):
+    """Autocast at the objective's ``trunk_precision`` while :func:`train_unsupervised` trains with ``amp``, else
+    nothing: the objectives run their model's trunk in it, and what follows in float32 (as
+    :class:`~dml_tutorial.models.Embedder` keeps its embedding layer)."""
+    dtype = getattr(objective, "trunk_precision", None)
+    return torch.autocast(device_type, dtype=dtype or torch.bfloat16, enabled=dtype is not None)
 
 
 def _pairs(data, batch_size, augment, generator, device, num_workers=0):
@@ -391,7 +398,7 @@ def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Mod
 
 
 def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device="auto", progress: bool = False,
-                       keep_objective: bool = False, score: bool = True, evaluate=None):
+                       keep_objective: bool = False, score: bool = True, evaluate=None, checkpoint=None):
     """Section 4's protocol: train ``cfg["model"]`` with ``method`` on the training split's images (the seen
     classes; labels unused), then measure retrieval and clustering on the test split (the unseen classes):
     Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k, ``start`` (a
@@ -399,7 +406,8 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     holds the trained objective (model, cluster classifier, decoder) for pictures; ``score=False`` leaves the
     measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does; ``evaluate(model) ->
     dict`` goes into the history after every ``cfg["eval_every"]`` epochs (default 1) and after the last
-    (:func:`train_unsupervised`)."""
+    (:func:`train_unsupervised`, which also takes ``checkpoint``, where a disconnected training resumes, and
+    ``cfg["amp"]``)."""
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
@@ -413,7 +421,8 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
                                  lr=cfg["lr"], augment=partial(random_shift, max_shift=cfg.get("max_shift", 1)),
                                  device=device, seed=seed, progress=progress, description=method,
                                  num_workers=cfg.get("workers", 0), evaluate=evaluate,
-                                 eval_every=cfg.get("eval_every", 1))
+                                 eval_every=cfg.get("eval_every", 1), checkpoint=checkpoint,
+                                 amp=cfg.get("amp", False))
     seconds = time.perf_counter() - start
     z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed,
@@ -472,11 +481,11 @@ def run_spec(splits: dict, device="auto"):
     return partial(_train_spec, splits=splits, device=device)
 
 
-def _train_spec(spec: RunSpec, progress: bool = False, *, splits: dict, device="auto") -> Run:
+def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto") -> Run:
     """:func:`run_spec`'s runner; the ablation's runs keep their trained objective (``Run.state``) for the
-    chapter's pictures."""
+    chapter's pictures; with a grid's cache, a run in progress is kept at ``checkpoint`` and resumes there."""
     return train_and_retrieve(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device,
-                              progress=progress, keep_objective=spec.table == ABLATION)
+                              progress=progress, keep_objective=spec.table == ABLATION, checkpoint=checkpoint)
 
 
 @torch.no_grad()

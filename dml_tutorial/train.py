@@ -203,29 +203,11 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
     optimizer = optimizer or torch.optim.Adam(params, lr=lr)
     amp_dtype = amp_precision(dev)
     scaler = torch.amp.GradScaler(dev.type, enabled=amp and amp_dtype == torch.float16)
-    history, start = History(), 0
-    ckpt = Path(checkpoint) if checkpoint else None
-    if ckpt and resume and ckpt.exists():
-        state = torch.load(ckpt, map_location=dev, weights_only=False)
-        model.load_state_dict(state["model"])
-        if loss_module is not None and state.get("loss"):
-            loss_module.load_state_dict(state["loss"])
-        optimizer.load_state_dict(state["optimizer"])
-        if scheduler is not None and state.get("scheduler"):
-            scheduler.load_state_dict(state["scheduler"])
-        if state.get("scaler"):
-            scaler.load_state_dict(state["scaler"])
-        history, start = History(state["history"]), state["epoch"]
-        _set_rng_state(state["rng"])
     arity = _loss_arity(loss_fn)
-    began, steps = time.perf_counter(), 0
-    bar = tqdm(range(start, epochs), desc=description, initial=start, total=epochs, disable=not progress,
-               file=sys.stderr, mininterval=1.0, dynamic_ncols=True)
-    for epoch in bar:
-        model.train()
+
+    def epoch_steps(epoch):  # one epoch of P x K batches: a {"loss"} a step
         if hasattr(sampler, "set_epoch"):
             sampler.set_epoch(epoch)
-        t0, losses = time.perf_counter(), []
         for x, y, idx in _batches(data, sampler, dev, num_workers):
             if augment is not None:
                 x = augment(x)
@@ -235,34 +217,97 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
                 z = model(x)
             z = z.float()
             loss = loss_fn(z, y) if arity < 3 else loss_fn(z, y, SimpleNamespace(x=x, indices=idx, model=model))
-            if not torch.isfinite(loss):
-                raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate "
-                                         "or check the loss's inputs")
-            optimizer.zero_grad(set_to_none=True)
-            scaler.scale(loss).backward()  # float16 only: loss scaling against gradient underflow
-            scaler.step(optimizer)
-            scaler.update()
-            losses.append(loss.item())
-            steps += 1
+            step(loss, optimizer, scaler, epoch)
+            yield {"loss": loss.item()}
+
+    return epochs_of(model, epoch_steps, epochs=epochs, optimizer=optimizer, scaler=scaler, scheduler=scheduler,
+                     evaluate=evaluate, eval_model=model, eval_every=eval_every, checkpoint=checkpoint, resume=resume,
+                     device=dev, progress=progress, description=description, counted=counted,
+                     extra={"loss": loss_module})
+
+
+def step(loss, optimizer, scaler, epoch: int) -> None:
+    """One optimiser step on ``loss`` (refused when it is not finite), through ``scaler``'s loss scaling (float16
+    only: against gradient underflow; a no-op otherwise)."""
+    if not torch.isfinite(loss):
+        raise FloatingPointError(f"loss became {loss.item()} at epoch {epoch + 1}; lower the learning rate "
+                                 "or check the loss's inputs")
+    optimizer.zero_grad(set_to_none=True)
+    scaler.scale(loss).backward()
+    scaler.step(optimizer)
+    scaler.update()
+
+
+def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, scaler, scheduler=None, evaluate=None,
+              eval_model=None, eval_every: int = 1, checkpoint=None, resume: bool = True, device, progress: bool,
+              description: str, counted: bool = True, extra: dict | None = None) -> History:
+    """The loop every training shares (:func:`fit`'s, :func:`dml_tutorial.clustering.train_unsupervised`'s):
+    ``epochs`` times ``epoch_steps(epoch)``, which trains one epoch (``module`` in train mode) and yields each
+    step's numbers (``loss`` and its parts); their means over the epoch and its seconds, then ``evaluate(eval_model)``
+    in eval mode every ``eval_every`` epochs and after the last, make the epoch's :class:`History` record; the
+    ``scheduler`` steps once an epoch. With ``checkpoint`` the state after each epoch is saved there (``module``,
+    ``optimizer``, ``scaler``, ``scheduler``, every object of ``extra`` that is not ``None``: a loss's parameters, a
+    generator (:class:`GeneratorState`); the random states and the history) and, with ``resume``, a training that
+    finds one there goes on from it. The training is recorded (:func:`record_training`) unless not ``counted``."""
+    extra = {name: obj for name, obj in (extra or {}).items() if obj is not None}
+    history, start = History(), 0
+    ckpt = Path(checkpoint) if checkpoint else None
+    if ckpt and resume and ckpt.exists():
+        state = torch.load(ckpt, map_location=device, weights_only=False)
+        module.load_state_dict(state["model"])
+        for name, obj in extra.items():
+            if state.get(name) is not None:
+                obj.load_state_dict(state[name])
+        optimizer.load_state_dict(state["optimizer"])
+        if scheduler is not None and state.get("scheduler"):
+            scheduler.load_state_dict(state["scheduler"])
+        if state.get("scaler"):
+            scaler.load_state_dict(state["scaler"])
+        history, start = History(state["history"]), state["epoch"]
+        _set_rng_state(state["rng"])
+    began, steps = time.perf_counter(), 0
+    bar = tqdm(range(start, epochs), desc=description, initial=start, total=epochs, disable=not progress,
+               file=sys.stderr, mininterval=1.0, dynamic_ncols=True)
+    for epoch in bar:
+        module.train()
+        t0 = time.perf_counter()
+        records = list(epoch_steps(epoch))
+        steps += len(records)
         if scheduler is not None:
             scheduler.step()
-        record = {"epoch": epoch + 1, "loss": float(np.mean(losses)) if losses else float("nan"),
-                  "seconds": time.perf_counter() - t0}
+        means = {key: float(np.mean([r[key] for r in records])) for key in records[0]} if records else {
+            "loss": float("nan")}
+        record = {"epoch": epoch + 1, **means, "seconds": time.perf_counter() - t0}
         if evaluate is not None and ((epoch + 1) % eval_every == 0 or epoch + 1 == epochs):
-            model.eval()
+            module.eval()
             with torch.no_grad():
-                record.update(evaluate(model))
+                record.update(evaluate(eval_model))
         history.records.append(record)
         bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
         if ckpt:
-            save_checkpoint(ckpt, model=model.state_dict(), optimizer=optimizer.state_dict(), scaler=scaler.state_dict(),
-                            loss=loss_module.state_dict() if loss_module is not None else None,
+            save_checkpoint(ckpt, model=module.state_dict(), optimizer=optimizer.state_dict(),
+                            scaler=scaler.state_dict(),
                             scheduler=scheduler.state_dict() if scheduler is not None else None,
+                            **{name: obj.state_dict() for name, obj in extra.items()},
                             history=history.records, epoch=epoch + 1, rng=_rng_state())
-    model.eval()
+    module.eval()
     if counted:  # a chapter's plan checks what it ran against what it counted (dml_tutorial.plan.Plan.check)
         record_training(description, steps, time.perf_counter() - began)
     return history
+
+
+class GeneratorState:
+    """A :class:`torch.Generator` as a checkpoint holds it (``state_dict``/``load_state_dict``): a training that
+    draws its order and augmentations from its own generator resumes with the draws it would have made."""
+
+    def __init__(self, generator: torch.Generator):
+        self.generator = generator
+
+    def state_dict(self):
+        return self.generator.get_state()
+
+    def load_state_dict(self, state) -> None:
+        self.generator.set_state(state.cpu())
 
 
 @torch.no_grad()

@@ -375,3 +375,43 @@ def test_the_head_is_searched_on_the_validation_split_and_the_best_chosen():
     runs = {s.key: [experiment.Run({"R@1": r1}, None, None)] for s, r1 in zip(search, (0.5, 0.7, 0.7))}
     assert clustering.choose_head(runs) == {"head": cfg.head_candidates[1]}  # ties: the first tried
     assert clustering.head_search(profiles.settings("cbswr", "smoke"), 0) == [] and clustering.choose_head({}) == {}
+
+
+def _tiny(method):
+    torch.manual_seed(0)
+    model = models.ConvNet((1, 8, 8), dim=16, width=(8, 16), hidden=32)
+    return clustering.CBSwR(model, 32, 16, k=8, image_shape=(1, 8, 8)) if method == "CBSwR" else clustering.SME(model)
+
+
+@pytest.mark.parametrize("method", ["CBSwR", "SME"])
+def test_an_unsupervised_training_stopped_after_an_epoch_resumes_to_the_uninterrupted_weights(method, tmp_path):
+    """The shared loop (train.epochs_of) keeps the objective, SGD's momentum, the random states and the generator
+    of the batches' order and views: two epochs in one go and one epoch, then a resumed second, end equal."""
+    data_ = data.load_dataset("digits", split="classes").train.subset(range(160))
+    options = {"batch_size": 32, "progress": False, "device": "cpu", "seed": 3}
+    straight = _tiny(method)
+    hist = clustering.train_unsupervised(straight, data_, epochs=2, **options)
+    ckpt = tmp_path / "run.pt"
+    first = _tiny(method)
+    clustering.train_unsupervised(first, data_, epochs=1, checkpoint=ckpt, **options)
+    assert torch.load(ckpt, weights_only=False)["epoch"] == 1
+    resumed = _tiny(method)  # a new process's objective: its weights come from the checkpoint
+    again = clustering.train_unsupervised(resumed, data_, epochs=2, checkpoint=ckpt, **options)
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+        assert torch.equal(a, b), name
+    assert again["loss"] == hist["loss"]
+
+
+def test_unsupervised_mixed_precision_runs_the_trunk_only_in_bfloat16():
+    obj = _tiny("CBSwR")
+    seen = {}
+    obj.model.trunk.register_forward_hook(lambda m, i, out: seen.setdefault("trunk", out.dtype) and None)
+    obj.model.embedding.register_forward_hook(lambda m, i, out: seen.setdefault("embedding", out.dtype) and None)
+    data_ = data.load_dataset("digits", split="classes").train.subset(range(64))
+    hist = clustering.train_unsupervised(obj, data_, epochs=1, batch_size=32, progress=False, device="cpu",
+                                         amp=True)
+    assert seen == {"trunk": torch.bfloat16, "embedding": torch.float32} and math.isfinite(hist["loss"][0])
+    assert obj.trunk_precision is None  # after the training, the objective runs in float32 again
+    seen.clear()
+    obj(torch.zeros(2, 1, 8, 8), torch.zeros(2, 1, 8, 8))
+    assert seen == {"trunk": torch.float32, "embedding": torch.float32}
