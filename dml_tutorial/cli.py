@@ -520,6 +520,17 @@ def _pretrain(args, parser) -> int:
     return 0
 
 
+def _grid(args, parser) -> int:
+    """``dml-tutorial grid``: print a chapter's declared grid (:func:`dml_tutorial.plan.describe_grid`)."""
+    from . import plan, profiles
+
+    try:
+        print(plan.describe_grid(args.chapter, profiles.settings(args.chapter, args.profile)))
+    except ValueError as e:
+        parser.error(str(e))
+    return 0
+
+
 def _parser() -> argparse.ArgumentParser:
     from .report import PAGES, RESULTS
 
@@ -569,11 +580,15 @@ def _parser() -> argparse.ArgumentParser:
     landing.add_argument("--pending", type=Path, default=written.parent / "pending",
                          help="where the sweep committed its run files (default: data/pending)")
     landing.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
+    listing = sub.add_parser("grid", help="list a chapter's declared runs under a profile (nothing is trained)")
+    listing.add_argument("chapter", help="a chapter with a declared grid: dcdl, cbswr, eps, ecaml, "
+                                          "noise_guarantees or bench")
+    listing.add_argument("--profile", choices=PROFILE_NAMES, default="smoke", help="the profile (default: smoke)")
     pretrain = sub.add_parser("pretrain", help="build a test bed's pretrained start (its ImageNet), once")
     pretrain.add_argument("name", help="the start, e.g. glyphs2 (dml_tutorial.pretrain.STARTS)")
     pretrain.add_argument("--root", type=Path, default=Path("data"), help="the data folder (default: data)")
     for command, handler in ((run, _run), (sweep, _sweep), (landing, _land), (report, _report),
-                             (pretrain, _pretrain)):
+                             (listing, _grid), (pretrain, _pretrain)):
         command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage
     return parser
 

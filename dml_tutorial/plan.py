@@ -280,6 +280,39 @@ GRIDS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _ep
           "noise_guarantees": _noise_guarantees, "bench": _bench}
 
 
+#: chapter -> grid(cfg, seeds): each chapter's declared runs after its searches, at the profile's own settings where
+#: a search would choose (a choice changes what a run trains with, not how many runs there are).
+SPECS = {"dcdl": dcdl.grid, "ecaml": ecaml.grid, "eps": eps.grid, "cbswr": clustering.grid, "bench": bench.grid,
+         "noise_guarantees": lambda cfg, seeds: guarantees.grid(
+             cfg, seeds, {"runner-up lr": cfg.lr} if cfg.recipes else None)}
+
+
+def describe_grid(chapter: str, cfg) -> str:
+    """The chapter's declared grid (:data:`SPECS`) in words, table by table: each row and column, its seeds, its
+    method's name and options, and the settings it changes from the profile's (``dml-tutorial grid``)."""
+    if chapter not in SPECS:
+        raise ValueError(f"the {chapter} chapter declares no grid (chapters with one: {', '.join(SPECS)}); the "
+                         "foundations lesson shows its training loop in view")
+    specs = SPECS[chapter](cfg, range(cfg.n_seeds))
+    profile, lines = cfg.to_dict(), []
+    rows: dict[tuple, list] = {}
+    for spec in specs:
+        rows.setdefault(spec.key, []).append(spec)
+    lines.append(f"The {chapter} chapter's grid, {cfg.profile} profile: {len(specs)} trainings in {len(rows)} rows "
+                 "(after its searches, whose runs are not listed)")
+    for table in dict.fromkeys(spec.table for spec in specs):
+        mine = [runs for key, runs in rows.items() if key[0] == table]
+        lines.append(f"{table}: {len(mine)} rows, {sum(map(len, mine))} trainings")
+        for runs in mine:
+            first = runs[0]
+            changed = {k: v for k, v in first.settings.to_dict().items() if k in profile and v != profile[k]}
+            extra = [f"seeds {', '.join(str(r.seed) for r in runs)}", f"split {first.split}"]
+            extra += [f"{k} {v}" for k, v in dict(first.options).items()]
+            extra += [f"{k} = {v}" for k, v in changed.items()]
+            lines.append(f"  {_rows([first.key[1:]])}: {'; '.join(extra)}")
+    return "\n".join(lines)
+
+
 def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
     """Training images of the chapter's main split: the paper datasets' standard sizes, else those of the
     (offline, quick to load) dataset itself."""

@@ -303,7 +303,7 @@ def default_cache(cfg: Settings, runs: str | os.PathLike | None = None) -> str |
 
 
 def shows_progress(cfg: Settings) -> bool | None:
-    """What a chapter shows while it trains, as :func:`dml_tutorial.experiment.grid` takes it: ``True`` in the GPU
+    """What a chapter shows while it trains, as :func:`dml_tutorial.experiment.run_grid` takes it: ``True`` in the GPU
     profiles (minutes per run: a per-epoch bar and a line after each run), ``False`` in the CPU profiles on real
     data (one bar over a grid's runs), ``None`` in the smoke profile, whose outputs the book stores and nbval
     compares: nothing (the book removes stderr, so stored bars were read by no one)."""

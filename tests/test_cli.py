@@ -359,3 +359,19 @@ def test_version_names_the_package_version(capsys):
     with pytest.raises(SystemExit) as stop:
         cli.main(["--version"])
     assert stop.value.code == 0 and capsys.readouterr().out.strip() == f"dml-tutorial {dml_tutorial.__version__}"
+
+
+def test_grid_lists_the_declared_runs_of_a_chapter_and_refuses_one_without(capsys):
+    from dml_tutorial import eps, profiles
+
+    assert cli.main(["grid", "eps", "--profile", "glyphs2"]) == 0
+    out = capsys.readouterr().out
+    specs = eps.grid(profiles.settings("eps", "glyphs2"), range(1))
+    assert f": {len(specs)} trainings in" in out
+    assert all(f"{table}: " in out for table in (eps.EVEN_ODD, eps.SUBCLUSTERS, eps.MAIN, eps.SUPERCLASSES))
+    cfg = profiles.settings("eps", "glyphs2")
+    p = eps.classes_per_batch(cfg, 16)  # Fig. 3b: as many images a batch at every number of positives
+    assert f"EPS + Dist-Margin, 16: seeds 0; split main; p {p}; k 16\n" in out
+    with pytest.raises(SystemExit):
+        cli.main(["grid", "foundations"])
+    assert "declares no grid" in capsys.readouterr().err
