@@ -75,10 +75,16 @@ def slow_first(items) -> None:
 
 def load_benchmark(name: str):
     """The script ``benchmarks/<name>.py`` as a module (benchmarks/ is not a package)."""
+    return load_script(f"benchmarks/{name}.py")
+
+
+def load_script(path: str):
+    """A script of the repository (``benchmarks/x.py``, ``.ci/release.py``) as a module, by its path from the root."""
     import importlib.util
     import sys
 
-    spec = importlib.util.spec_from_file_location(name, ROOT / "benchmarks" / f"{name}.py")
+    name = Path(path).stem
+    spec = importlib.util.spec_from_file_location(name, ROOT / path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module
     spec.loader.exec_module(module)

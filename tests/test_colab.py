@@ -7,13 +7,14 @@ import re
 import pytest
 import tomllib
 import yaml
-from helpers import ROOT
+from helpers import ROOT, load_script
 
 from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS
 
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 URL = yaml.safe_load((ROOT / "_config.yml").read_text())["repository"]["url"]
+RELEASE = load_script(".ci/release.py")  # the release step: pins the install cells to the release commit
 
 
 def _code_cells(path):
@@ -59,16 +60,16 @@ def test_colab_install_cell_is_a_no_op_outside_colab(path):
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
 def test_colab_install_cell_installs_the_release_the_pages_were_executed_with(path, monkeypatch, capsys):
-    """On Colab the cell installs the git tag of the package's version, and main only where pip cannot install
-    that tag (a fork or a clone without the tags): run with a stand-in google.colab module and pip."""
+    """On Colab the cell installs its pinned release commit, and main only where pip cannot install that (a fork,
+    a commit not pushed yet), saying so: run with a stand-in google.colab module and pip."""
     import subprocess
     import sys
     import types
 
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     first = "".join(_code_cells(path)[0]["source"])
+    release = RELEASE.pinned(path)
     monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
-    for published, expected in ((True, [f"v{version}"]), (False, [f"v{version}", "main"])):
+    for published, expected in ((True, [release]), (False, [release, "main"])):
         asked = []
 
         def pip(cmd, published=published, asked=asked):
@@ -79,7 +80,64 @@ def test_colab_install_cell_installs_the_release_the_pages_were_executed_with(pa
         monkeypatch.setattr(subprocess, "run", pip)
         exec(first, {})  # noqa: S102 (our own notebook)
         assert asked == expected
-        assert f"installed from {expected[-1]}" in capsys.readouterr().out
+        out = capsys.readouterr().out
+        assert f"installed from {expected[-1]}" in out and (f"{release} did not install" in out) is not published
+
+
+def _git_history():
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+
+    if git("rev-parse", "--git-dir").returncode != 0:
+        pytest.skip("not a git checkout")
+    if git("rev-parse", "--is-shallow-repository").stdout.strip() == "true":
+        pytest.skip("a shallow clone may not hold the release commit")
+
+
+def test_every_install_cell_pins_a_commit_of_this_history_that_carries_the_package_version():
+    """A tag can move or never be pushed (v0.21.0 was named and never existed): each install cell names the
+    release commit's hash, which must be in this repository and carry the version in pyproject.toml."""
+    _git_history()
+    assert RELEASE.check() == []
+    assert len({RELEASE.pinned(p) for p in NOTEBOOKS}) == 1  # one release for the whole book
+
+
+def test_pinning_rewrites_only_the_release_line_and_refuses_another_version(tmp_path):
+    _git_history()
+    copy = tmp_path / NOTEBOOKS[0].name
+    copy.write_text(NOTEBOOKS[0].read_text())
+    head = RELEASE.git("rev-parse", "HEAD")
+    if RELEASE.version("HEAD") != RELEASE.version():
+        pytest.skip("HEAD is not of this version (a version bump not committed yet)")
+    assert RELEASE.pin("HEAD", [copy]) == head and RELEASE.pinned(copy) == head
+    before, after = json.loads(NOTEBOOKS[0].read_text()), json.loads(copy.read_text())
+    changed = [i for i, (a, b) in enumerate(zip(before["cells"], after["cells"])) if a != b]
+    assert len(changed) <= 1 and len(before["cells"]) == len(after["cells"])
+    first = RELEASE.git("rev-list", "--max-parents=0", "HEAD").split()[0]  # the first commit: another version
+    with pytest.raises(SystemExit, match="pin the release commit of this version"):
+        RELEASE.pin(first, [copy])
+
+
+def test_installing_the_pinned_commit_gives_the_package_of_this_version(tmp_path):
+    """What Colab's pip does with the install cell, from this clone instead of GitHub: build the pinned commit and
+    read the version of the package it installs."""
+    import subprocess
+    import sys
+
+    _git_history()
+    release = RELEASE.pinned(NOTEBOOKS[0])
+    target = tmp_path / "site"
+    out = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
+                          "--target", str(target), f"dml-tutorial @ git+file://{ROOT}@{release}"],
+                         capture_output=True, text=True, timeout=600, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    (metadata,) = target.glob("dml_tutorial-*.dist-info/METADATA")
+    version = re.search(r"^Version: (.+)$", metadata.read_text(), re.MULTILINE).group(1)
+    assert version == RELEASE.version()
+    init = (target / "dml_tutorial" / "__init__.py").read_text()
+    assert f'__version__ = "{version}"' in init  # what dml-tutorial --version prints
 
 
 def test_readme_and_pyproject_use_the_configured_url():
