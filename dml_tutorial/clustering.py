@@ -369,9 +369,9 @@ def _pairs(data, batch_size, augment, generator, device, num_workers=0):
             idx = order[s:s + batch_size].numpy()
             y = torch.as_tensor(data.labels[idx], device=device)
             if hasattr(data, "training_batch"):  # images decoded once: two draws of the random crop and flip
-                yield data.training_batch(idx).to(device), data.training_batch(idx).to(device), y
+                yield data.training_batch(idx, device=device), data.training_batch(idx, device=device), y
                 continue
-            x = data.batch(idx).to(device)
+            x = data.batch(idx, device=device)
             yield x, augment(x, generator=generator), y
         return
     subset = torch.utils.data.Subset(data, order.tolist())
@@ -416,8 +416,11 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     if pretrain.applies(cfg):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
         experiment.load_init(model, pretrain.load_start(cfg["start"]))
     objective = make_objective(method, model, in_shape, cfg)
+    data = splits.train
+    if cfg.get("data_on_device") and isinstance(data, ArrayDataset):  # the images held on the GPU once, as uint8
+        data = data.to(train.resolve_device(device))
     start = time.perf_counter()
-    history = train_unsupervised(objective, splits.train, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
+    history = train_unsupervised(objective, data, epochs=cfg["epochs"], batch_size=cfg["batch_size"],
                                  lr=cfg["lr"], augment=partial(random_shift, max_shift=cfg.get("max_shift", 1)),
                                  device=device, seed=seed, progress=progress, description=method,
                                  num_workers=cfg.get("workers", 0), evaluate=evaluate,

@@ -128,8 +128,8 @@ def loader(data, num_workers: int = 0, device=None, **kwargs) -> torch.utils.dat
 def _batches(data, sampler, device, num_workers):
     if isinstance(data, ArrayDataset):
         view = getattr(data, "training_batch", data.batch)  # images decoded once: a random crop and flip
-        for idx in sampler:
-            yield view(idx).to(device, non_blocking=True), torch.as_tensor(data.labels[idx], device=device), idx
+        for idx in sampler:  # made on the host in uint8 where the data is there, scaled on the device
+            yield view(idx, device=device), torch.as_tensor(data.labels[idx], device=device), idx
         return
     start = 0
     for x, y in loader(data, num_workers, device, batch_sampler=sampler):
@@ -328,7 +328,7 @@ def _in_order(data, batch_size: int, device, num_workers: int = 0):
     :class:`ArrayDataset`, else read by a DataLoader of ``num_workers`` processes."""
     if isinstance(data, ArrayDataset):
         for s in range(0, len(data), batch_size):
-            yield data.batch(np.arange(s, min(s + batch_size, len(data))))
+            yield data.batch(np.arange(s, min(s + batch_size, len(data))), device=device)
     else:
         for x, _ in loader(data, num_workers, device, batch_size=batch_size):
             yield x

@@ -134,3 +134,22 @@ def test_fit_and_the_unsupervised_pairs_train_on_random_crops_and_embed_the_cent
 def test_a_models_input_shape_is_the_crop_not_the_decoded_side(jpegs):
     decoded = data.decode_splits(data.Splits("f", "classes", jpegs, jpegs, "files"), crop=12).train
     assert data.input_shape(decoded) == (3, 12, 12) and decoded.x.shape[1:] == (3, 13, 13)
+
+
+@pytest.mark.parametrize("device", [pytest.param("cpu"), pytest.param("cuda", marks=pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no GPU on this machine"))])
+def test_views_made_for_a_device_are_the_hosts_views_cropped_in_uint8_and_normalised_there(device):
+    """Issue #88: the host crops in uint8 and the device converts and normalises; the views are those the host
+    made before (float32, normalised on the host: benchmarks/bench_eval_views.py times both)."""
+    g = torch.Generator().manual_seed(0)
+    images = data.DecodedImages(torch.randint(0, 256, (6, 3, 20, 20), dtype=torch.uint8, generator=g),
+                                np.arange(6), crop=16)
+    idx = np.array([4, 0, 2])
+    host = augment.normalize(augment.center_crop(images.x[idx], 16).float().div_(255.0), images.mean, images.std)
+    there = images.batch(idx, device=device)
+    assert there.device.type == device and there.dtype == torch.float32
+    torch.testing.assert_close(there.cpu(), host, rtol=0, atol=1e-6)
+    crops = [images.training_batch(idx, torch.Generator().manual_seed(1), device=d) for d in (None, device)]
+    torch.testing.assert_close(crops[1].cpu(), crops[0], rtol=0, atol=1e-6)  # the same random crops and flips
+    plain = data.ArrayDataset(images.x, images.labels)
+    assert torch.equal(plain.batch(idx, device=device).cpu(), images.x[idx].float() / 255)

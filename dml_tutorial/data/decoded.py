@@ -153,16 +153,24 @@ class DecodedImages(ArrayDataset):
     def _normalised(self, x: torch.Tensor) -> torch.Tensor:
         return augment.normalize(x.float().div_(255.0), self.mean, self.std)
 
-    def batch(self, idx) -> torch.Tensor:
-        """The evaluation view of samples ``idx``: the central ``crop`` x ``crop``, normalised (float32)."""
+    def batch(self, idx, device=None) -> torch.Tensor:
+        """The evaluation view of samples ``idx``: the central ``crop`` x ``crop``, cropped where the images are
+        held (uint8), then sent to ``device`` (default: there) and normalised there (float32): on a GPU the host
+        copies a quarter of the bytes and does no float arithmetic (benchmarks/bench_eval_views.py)."""
         x = self.x[torch.as_tensor(idx, dtype=torch.long, device=self.x.device)]
-        return self._normalised(augment.center_crop(x, self.crop))
+        return self._normalised(_to(augment.center_crop(x, self.crop), device))
 
-    def training_batch(self, idx, generator=None) -> torch.Tensor:
+    def training_batch(self, idx, generator=None, device=None) -> torch.Tensor:
         """The training view of samples ``idx``: a random ``crop`` x ``crop`` of each image and a random
-        horizontal flip (:func:`dml_tutorial.augment.random_crop_flip`), normalised (float32)."""
+        horizontal flip (:func:`dml_tutorial.augment.random_crop_flip`), made where the images are held (uint8),
+        then sent to ``device`` and normalised there (float32)."""
         x = self.x[torch.as_tensor(idx, dtype=torch.long, device=self.x.device)]
-        return self._normalised(augment.random_crop_flip(x, padding=0, size=self.crop, generator=generator))
+        crops = augment.random_crop_flip(x, padding=0, size=self.crop, generator=generator)
+        return self._normalised(_to(crops, device))
+
+
+def _to(x: torch.Tensor, device) -> torch.Tensor:
+    return x if device is None else x.to(device, non_blocking=True)
 
 
 def decode_splits(splits: Splits, crop: int = 224, size: int | None = None, cache=None, workers: int = 0,
