@@ -39,6 +39,15 @@ def rate(make, images: int, batch: int, device, repeats: int = 3) -> float:
     return best
 
 
+def cpu_name() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else what ``platform`` knows."""
+    try:
+        lines = Path("/proc/cpuinfo").read_text().splitlines()
+        return next(line.split(":", 1)[1].strip() for line in lines if line.startswith("model name"))
+    except (OSError, StopIteration):
+        return platform.processor() or platform.machine()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--images", type=int, default=1024)
@@ -63,7 +72,7 @@ def main():
     def after_host(idx):  # the host's part now: the uint8 crop that is copied
         return augment.center_crop(decoded.x[torch.as_tensor(idx)], 224).contiguous()
 
-    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else cpu_name()
     result = {"device": f"{device.type}: {name}", "cpus": args.cpus, "images": args.images, "batch": args.batch, "date": time.strftime("%Y-%m-%d"),
               "machine": platform.platform(), "torch": torch.__version__}
     same = torch.equal(before(np.arange(8)).cpu(), decoded.batch(np.arange(8), device=device).cpu())
