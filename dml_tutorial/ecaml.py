@@ -280,9 +280,11 @@ def start_rate_search(run, cfg, seed: int) -> tuple[float, dict]:
     over ``cfg.pretrained_start["lr_candidates"]``), each loss without EC trained from the start on the
     ``"start validation"`` split (its ``held_out`` seen classes) at each rate by ``run`` (:func:`run_spec`), on
     ``seed``. Returns the rate and the table that chose it, ``{rate: {row: [R@1]}}``."""
-    fits = {label(local, 0.0): partial(lambda rate, local: run(_started(
-        cfg, START_RATE, label(local, 0.0), _loss(cfg, local, 0.0), seed, lr=rate, split="start validation")),
-        local=local) for local in cfg.locals}
+    def fit(local, rate):
+        return run(_started(cfg, START_RATE, label(local, 0.0), _loss(cfg, local, 0.0), seed, lr=rate,
+                            split="start validation"))
+
+    fits = {label(local, 0.0): partial(fit, local) for local in cfg.locals}
     return ladder.shared_rate(fits, cfg.pretrained_start["lr_candidates"])
 
 

@@ -30,9 +30,13 @@ MARGINAL = "marginal, random semi-hard"
 PAIR = ("triplet, fixed semi-hard", "triplet, random semi-hard")
 
 
-def marginal_loss(beta: float = 1.4):
-    """The marginal loss (Wu et al. 2017) with random semi-hard negatives, alpha 0.2, at ``beta`` (the paper's
-    1.4 by default), summed over the batch's positive pairs."""
+#: The marginal loss's beta in the paper.
+BETA = 1.4
+
+
+def marginal_loss(beta: float = BETA):
+    """The marginal loss (Wu et al. 2017) with random semi-hard negatives, alpha 0.2, at ``beta``, summed over the
+    batch's positive pairs."""
     return partial(losses.margin_loss, alpha=0.2, beta=beta, negatives="semihard-random", reduction="pairs")
 
 
@@ -41,7 +45,7 @@ def arms(choices: dict | None = None) -> dict:
     triplet = partial(losses.triplet_loss, margin=0.2, reduction="pairs")
     return {"triplet, random semi-hard": partial(triplet, negatives="semihard-random"),
             "triplet, fixed semi-hard": partial(triplet, negatives="semihard-fixed"),
-            MARGINAL: marginal_loss(*[(choices or {})["marginal beta"]] if "marginal beta" in (choices or {}) else [])}
+            MARGINAL: marginal_loss((choices or {}).get("marginal beta", BETA))}
 
 
 def rate_search(run, cfg, seed: int) -> tuple[dict, dict, dict]:
