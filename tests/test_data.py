@@ -319,3 +319,24 @@ def test_stack_gives_the_same_batch_for_data_in_memory_and_read_one_by_one():
 
     assert torch.equal(data.stack(digits, idx), digits.batch(idx))
     assert torch.equal(data.stack(OneByOne(), idx), digits.batch(idx))
+
+
+def test_a_chapters_splits_are_a_benchmarks_standard_split_decoded_once_or_a_class_split(tmp_path):
+    """data.chapter_splits, the one place the chapters load their data: CUB at the profile's crop, decoded once into
+    the data root where the profile says so, its classes 1-100 seen; any other dataset split by class by seed."""
+    from dry_runs import cub200
+
+    from dml_tutorial import profiles
+
+    cub200(tmp_path, [(1, 3), (2, 3), (150, 3)], np.random.default_rng(0))
+    cfg = profiles.settings("ecaml", "colab").replace(image_size=32, workers=0)
+    splits = data.chapter_splits(cfg, tmp_path)
+    assert isinstance(splits.train, data.DecodedImages) and splits.train.crop == 32
+    assert list(splits.train.labels) == [1] * 3 + [2] * 3 and set(splits.test.labels) == {150}
+    assert list((tmp_path / "decoded").glob("*.npy"))  # decoded once, kept for the next run
+    jpegs = data.chapter_splits(cfg.replace(decode_once=False), tmp_path)
+    assert tuple(jpegs.train[0][0].shape) == (3, 32, 32)  # the papers' transforms, read from disk each time
+    smoke = profiles.settings("ecaml", "smoke")
+    mine = data.chapter_splits(smoke, seed=3)
+    direct = data.load_dataset(smoke.dataset, split="classes", seen=smoke.seen, seed=3, **smoke.dataset_options)
+    assert np.array_equal(mine.train.labels, direct.train.labels) and torch.equal(mine.test.x, direct.test.x)

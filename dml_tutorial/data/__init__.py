@@ -70,7 +70,29 @@ def load_dataset(name: str, **kwargs) -> Splits:
     check_choice(name, tuple(DATASETS), "dataset")
     return DATASETS[name](**kwargs)
 
+
+#: The papers' benchmarks, read as images in their standard class-disjoint splits (no seen classes to draw).
+BENCHMARKS = ("cub200", "cars196", "sop", "flowers102", "omniglot")
+
+
+def chapter_splits(cfg, root=DATA_ROOT, seed: int = 0, progress: bool = False) -> Splits:
+    """A retrieval chapter's splits under its settings ``cfg``: a benchmark of :data:`BENCHMARKS` in its standard
+    split, with the papers' transforms at ``cfg.image_size`` (Omniglot at 80 px, the EPS paper's Appendix C) and,
+    where the profile sets ``decode_once``, decoded once into ``<root>/decoded`` and cropped and flipped on the
+    device (:func:`decode_splits`, ``cfg.workers`` processes); any other dataset split by class, ``cfg.seen`` seen
+    classes drawn by ``seed``, with ``cfg.dataset_options`` (e.g. test bed II's unseen faces)."""
+    if cfg.dataset not in BENCHMARKS:
+        return load_dataset(cfg.dataset, split="classes", seen=cfg.seen, seed=seed, root=root, **cfg.dataset_options)
+    size = 80 if cfg.dataset == "omniglot" else cfg.image_size
+    splits = load_dataset(cfg.dataset, root=root, transform=image_transforms(size, train=True),
+                          test_transform=image_transforms(size, train=False))
+    if cfg.decode_once:
+        splits = decode_splits(splits, crop=size, cache=f"{root}/decoded", workers=cfg.workers, progress=progress)
+    return splits
+
+
 __all__ = [
+    "BENCHMARKS",
     "CIFAR10_CLASSES",
     "DATASETS",
     "DATA_ROOT",
@@ -84,6 +106,7 @@ __all__ = [
     "ImageListDataset",
     "Splits",
     "cars196",
+    "chapter_splits",
     "cifar10",
     "cifar100",
     "cifar100_coarse_labels",
