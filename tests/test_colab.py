@@ -2,6 +2,7 @@
 outside Colab, and the repository URL taken from _config.yml (the one place it is set)."""
 
 import json
+import os
 import re
 
 import pytest
@@ -138,6 +139,37 @@ def test_installing_the_pinned_commit_gives_the_package_of_this_version(tmp_path
     assert version == RELEASE.version()
     init = (target / "dml_tutorial" / "__init__.py").read_text()
     assert f'__version__ = "{version}"' in init  # what dml-tutorial --version prints
+    # and it holds every name of the package the notebooks call (a release older than its notebooks fails on Colab)
+    needed = json.dumps(sorted(_package_names_the_notebooks_call()))
+    check = ("import importlib, json, sys; import dml_tutorial; print(dml_tutorial.__file__); "
+             "print(json.dumps([(m, a) for m, a in json.loads(sys.argv[1]) "
+             "if not hasattr(importlib.import_module('dml_tutorial.' + m), a)]))")
+    out = subprocess.run([sys.executable, "-c", check, needed], capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                         env={**os.environ, "PYTHONPATH": str(target)}, check=False)
+    assert out.returncode == 0, out.stderr[-2000:]
+    where, missing = out.stdout.strip().splitlines()
+    assert where.startswith(str(target)) and json.loads(missing) == []
+
+
+def _package_names_the_notebooks_call() -> set:
+    """``{(module, name)}``: each ``module.name`` the notebooks' code uses, for the modules they import from
+    dml_tutorial, that the package here has (a local variable that shares a module's name drops out)."""
+    import importlib
+
+    names = set()
+    for path in NOTEBOOKS:
+        code = "\n".join("".join(c["source"]) for c in _code_cells(path))
+        imported = re.findall(r"from dml_tutorial import \(([^)]*)\)|from dml_tutorial import ([\w, ]+)", code)
+        modules = {m.strip() for group in imported for part in group for m in part.replace("\n", ",").split(",")}
+        for module in modules - {""}:
+            here = importlib.import_module(f"dml_tutorial.{module}")
+            names |= {(module, a) for a in re.findall(rf"(?<![\w.]){module}\.(\w+)", code) if hasattr(here, a)}
+    return names
+
+
+def test_the_notebooks_call_names_of_the_package_the_release_check_reads():
+    names = _package_names_the_notebooks_call()
+    assert ("ecaml", "grid") in names and ("data", "chapter_splits") in names and len(names) > 100
 
 
 def test_readme_and_pyproject_use_the_configured_url():
