@@ -10,8 +10,10 @@
     run = train_and_probe(splits, dcdl.dcdl_loss("trip", "W"), cfg, k=10, noise=("symmetric", 0.3), seed=0)
     run.metrics  # {"accuracy": ..., "R@1": ..., "flipped": ..., "seconds": ...}
 
-:func:`grid` runs many such experiments over several seeds with one progress bar (and an optional cache), and
-:func:`paired_difference` compares two configurations seed by seed.
+:func:`run_grid` runs a chapter's declared grid (:class:`~dml_tutorial.spec.RunSpec` s, e.g.
+:func:`dml_tutorial.ecaml.grid`) with one progress bar and an optional cache keyed on each spec's data; :func:`grid`
+runs a dict of keyword arguments over several seeds the same way; :func:`paired_difference` compares two rows seed
+by seed.
 """
 
 from __future__ import annotations
