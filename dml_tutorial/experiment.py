@@ -18,7 +18,6 @@ by seed.
 
 from __future__ import annotations
 
-import hashlib
 import inspect
 import json
 import math
@@ -37,7 +36,7 @@ from . import __version__, augment, evidence, metrics, models, objective, pretra
 from . import noise as label_noise
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape, stack
-from .spec import as_data
+from .spec import as_data, fingerprint
 from .tables import REFERENCES, STARTED
 
 
@@ -452,7 +451,7 @@ def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[R
         return call(**extra), False
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
     settings = as_data({**made_of, "version": __version__})
-    digest = hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:10]
+    digest = fingerprint(settings)[:10]
     path = Path(cache) / f"{name}-seed{seed}-{digest}.pt"  # another loss parameter or setting: another file
     if path.exists():
         state = torch.load(path, weights_only=False)

@@ -27,8 +27,6 @@ out. :meth:`Plan.check` prints the measured training time beside the estimate.
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -41,7 +39,7 @@ import torch
 from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, recorder, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
-from .spec import as_data
+from .spec import fingerprint
 
 #: Sizes of what torchvision downloads (the archives' bytes, from the datasets' own pages and torchvision's lists).
 TORCHVISION_BYTES = {"mnist": 11_594_722, "fashion_mnist": 30_878_645, "cifar10": 170_498_071,
@@ -67,7 +65,7 @@ INPUT_SHAPES = {"digits": (1, 8, 8), "mnist1d": (1, 40), "mnist": (1, 28, 28), "
 @dataclass
 class Trainings:
     """``runs`` trainings of ``steps`` steps each, on batches of ``batch`` inputs of ``shape`` for ``model``;
-    ``loss``: what the probe times: ``None`` a triplet loss, ``("objective", digest)`` the training's own
+    ``loss``: what the probe times: ``None`` a triplet loss, ``("objective", hash)`` the training's own
     ``objective`` (a DCDL objective, by the hash of its description), ``("cbswr", method, changes)`` an
     unsupervised objective of :mod:`dml_tutorial.clustering` on images and their views, ``("bench", name)`` a
     labelled method of the bench (:func:`dml_tutorial.bench.make_loss`); on batches of ``classes`` classes
@@ -129,14 +127,8 @@ def _dcdl(cfg, n_train):  # each row's rate and length (the walk's sure steps; i
                 objective, batch = dcdl.dcdl_loss(local, term), classes * dcdl.SAMPLES_PER_CLASS[local]
                 searches.append(Trainings(f"rate and length ({dcdl.label(local, term)})", per_row,
                                           _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg),
-                                          ("objective", spec_digest(objective)), classes, objective=objective))
+                                          ("objective", fingerprint(objective)[:16]), classes, objective=objective))
     return searches + from_specs(dcdl.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timing)
-
-
-def spec_digest(objective) -> str:
-    """A short hash of an objective's description (:func:`dml_tutorial.spec.as_data`): trainings with equal ones
-    share a probe."""
-    return hashlib.sha256(json.dumps(as_data(objective), sort_keys=True).encode()).hexdigest()[:16]
 
 
 def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan.add), pre-trainings, the grid
@@ -213,7 +205,7 @@ def supervised(spec, n_train: int, *, batch: int | None = None, shape=None, obje
     own = spec.settings
     batch = batch or own.p * own.k
     curves = min(own.curve_samples or CURVE_SAMPLES, n_train) * 2 if spec.options.get("curves") else 0
-    loss = None if objective is None else ("objective", spec_digest(objective))
+    loss = None if objective is None else ("objective", fingerprint(objective)[:16])
     return Trainings("", 0, _steps(own, n_train, batch), batch, own.model, shape or _shape(own), loss, classes,
                      curve_images=curves, epochs=own.epochs, objective=objective)
 

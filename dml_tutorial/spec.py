@@ -49,6 +49,12 @@ def as_data(value) -> object:
     return re.sub(r" at 0x[0-9a-fA-F]+", "", repr(value))
 
 
+def fingerprint(value) -> str:
+    """The SHA-256 (hex) of ``value`` as data (:func:`as_data`), its keys sorted: what the cache, a spec's digest
+    and the plan's probes name a thing by."""
+    return hashlib.sha256(json.dumps(as_data(value), sort_keys=True).encode()).hexdigest()
+
+
 @dataclasses.dataclass(frozen=True)
 class RunSpec:
     """One training of a chapter's grid. ``table``: the grid it belongs to (a table's section, e.g. ``"Tables
@@ -84,8 +90,7 @@ class RunSpec:
 
     def digest(self) -> str:
         """The SHA-256 (hex) of :meth:`data` and the package version: the run's cache key."""
-        text = json.dumps({"run": self.data(), "version": __version__}, sort_keys=True)
-        return hashlib.sha256(text.encode()).hexdigest()
+        return fingerprint({"run": self.data(), "version": __version__})
 
     def __hash__(self):
         return hash(self.digest())
