@@ -253,7 +253,7 @@ def _below_raw(measured: dict, claim: Claim) -> bool:
     return raw is not None and len(compared) == 2 and all(np.mean(v) < np.mean(raw) for v in compared)
 
 
-COLUMNS = ["claim", "ours", "low", "high", "confidence", "p", "seeds", "mde", "smallest effect", "paper",
+COLUMNS = ["claim", "ours", "low", "high", "confidence", "p", "p (sign-flip)", "seeds", "mde", "smallest effect", "paper",
            "paper relative", "verdict", "reason", "gate", "below raw", "p (word)"]
 
 
@@ -266,7 +266,8 @@ def _profile(runs: list[dict]) -> str | None:
 
 def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.DataFrame:
     """One row per claim of ``chapter`` that ``runs`` recorded: our gain (mean, interval at the family-adjusted
-    confidence, p, seeds, minimum detectable effect at that level, all in points), the claim's smallest effect of
+    confidence, the paired t-test's p and the exact sign-flip p, seeds, minimum detectable effect at that level, all
+    in points), the claim's smallest effect of
     interest, the paper's gain (points, and relative to its baseline), the verdict and its reason, the gate's
     reason, whether every compared row lies below the raw input, and the p-value of the word's decision
     (:func:`dml_tutorial.evidence.word_p`; ``nan`` where no test was made). The family is the claims assessed
@@ -288,7 +289,8 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
         word, reason = evidence.verdict(diff, effect, paper_relative=relative, base_mean=base_mean,
                                         testable=testable, decided=evidence.decides(profile, diff["n"]))
         rows.append({"claim": claim.text, "ours": 100 * diff["mean"], "low": 100 * diff["ci"][0],
-                     "high": 100 * diff["ci"][1], "confidence": confidence, "p": diff["p"], "seeds": diff["n"],
+                     "high": 100 * diff["ci"][1], "confidence": confidence, "p": diff["p"],
+                     "p (sign-flip)": diff["p_sign_flip"], "seeds": diff["n"],
                      "mde": 100 * diff["mde"], "smallest effect": claim.smallest_effect,
                      "paper": None if gain is None else 100 * gain, "paper relative": relative, "verdict": word,
                      "reason": reason, "gate": testable[1], "below raw": _below_raw(measured, claim),
@@ -346,14 +348,16 @@ def verdict_text(r: dict, marks: str = "") -> str:
 
 
 def markdown(frame: pd.DataFrame) -> str:
-    """The verdict table as Markdown: claim, our gain with its adjusted interval, the smallest effect of interest,
-    the paper's gain, the verdict, q and the reason."""
+    """The verdict table as Markdown: claim, our gain with its adjusted interval and both p-values (the paired
+    t-test's and the exact sign-flip test's, :func:`dml_tutorial.evidence.p_text`), the smallest effect of
+    interest, the paper's gain, the verdict and the reason."""
     lines = ["| claim | ours (points, adjusted CI) | smallest effect | paper (points) | verdict | why |",
              "|---|---|---|---|---|---|"]
     for r in frame.to_dict("records"):
         paper = "direction only" if r["paper"] is None or pd.isna(r["paper"]) else f"{r['paper']:+.1f}"
+        p = evidence.p_text({"p": r["p"], "p_sign_flip": r["p (sign-flip)"]})
         ours = (f"{r['ours']:+.1f} ({r['low']:+.1f} to {r['high']:+.1f}, {100 * r['confidence']:.1f}%, "
-                f"{r['seeds']} seeds)")
+                f"{r['seeds']} seeds{'; ' + p if p else ''})")
         lines.append(f"| {label_tex(r['claim'])} | {ours} | {r['smallest effect']:g} | {paper} | "
                      f"**{verdict_text(r)}** | {r['reason']}{BELOW_RAW if r['below raw'] else ''} |")
     return "\n".join(lines)

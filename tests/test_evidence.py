@@ -1,6 +1,8 @@
 """Paired differences, their intervals, the minimum detectable effect and the verdict vocabulary, against scipy's
 own paired t-test and interval and a simulation of the power definition."""
 
+import itertools
+
 import numpy as np
 import pytest
 from scipy import stats
@@ -187,3 +189,43 @@ def test_describe_shows_points_interval_and_seeds():
     text = evidence.describe(d)
     assert text.startswith(f"{100 * d['mean']:+.1f} points (95% CI {100 * d['ci'][0]:+.1f} to")
     assert text.endswith(f"p = {d['p']:.2f}, 3 seeds)")
+
+
+def _sign_flip_loop(d):
+    """The exact sign-flip p written as its definition: every pattern of signs, one at a time."""
+    observed = abs(sum(d))
+    hits = [abs(sum(s * x for s, x in zip(signs, d))) >= observed - 1e-12
+            for signs in itertools.product((1, -1), repeat=len(d))]
+    return sum(hits) / len(hits)
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_sign_flip_p_is_the_exact_randomisation_test(seed):
+    rng = np.random.default_rng(seed)
+    a = rng.uniform(0.5, 0.9, 9)
+    b = a + rng.normal(0.01 * seed, 0.02, 9)
+    p = evidence.sign_flip_p(b - a)
+    assert p == pytest.approx(_sign_flip_loop(list(b - a)))
+    # scipy's permutation test of paired samples flips each pair (2^9 < n_resamples: it enumerates them all)
+    reference = stats.permutation_test((b, a), lambda x, y: np.mean(x - y), permutation_type="samples",
+                                       n_resamples=10_000, alternative="two-sided")
+    assert p == pytest.approx(reference.pvalue)
+    assert evidence.paired(a, b)["p_sign_flip"] == p
+
+
+def test_sign_flip_p_bounds_and_bad_inputs():
+    assert evidence.sign_flip_p([0.01] * 10) == pytest.approx(2 / 2**10)  # all the same sign: the two extremes
+    assert evidence.sign_flip_p([0.0, 0.0, 0.0]) == 1.0
+    assert evidence.sign_flip_p([0.01, -0.01]) == 1.0
+    assert np.isnan(evidence.sign_flip_p([0.3]))
+    assert np.isnan(evidence.paired([0.5, 0.6], [0.51, 0.61])["p_sign_flip"])  # no spread: no test, as for t
+    with pytest.raises(ValueError):
+        evidence.sign_flip_p([0.1, float("nan")])
+    with pytest.raises(ValueError):
+        evidence.sign_flip_p(np.ones(evidence.MAX_SIGN_FLIP_SEEDS + 1))
+
+
+def test_p_text_names_both_tests():
+    d = evidence.paired([0.50, 0.52, 0.51, 0.50], [0.53, 0.55, 0.52, 0.54])
+    assert evidence.p_text(d) == f"p = {d['p']:.3f} (t), {d['p_sign_flip']:.3f} (sign-flip)"
+    assert evidence.p_text(evidence.paired([0.5], [0.6])) == ""
