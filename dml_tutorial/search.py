@@ -1,0 +1,183 @@
+"""The one best-shot search (issue #86): every row of every chapter gets its learning rate, its length and its main
+knob from this search, on held-out seen classes, so that no claim compares an arm at its best with an arm at a
+shared, untuned setting, and no chapter keeps a search of its own.
+
+A row's search trains the row's :class:`~dml_tutorial.spec.RunSpec` on its ``"validation"`` split (the seen
+classes' held-out part, as the chapter builds it: with labels as noisy as the row's where the row is noisy), its
+validation metric recorded every ``every`` epochs (``options["curve"]``, which the chapter's runner honours). A
+trial scores its best checkpoint. The search
+
+1. tries each rate of ``rate.start`` at each knob value of ``knob.start`` and at the knob's ``off`` (a
+   regulariser's weight 0: switching the term off is always a candidate);
+2. walks: from the best trial, one rung on along each ladder on which it is the highest or the lowest value tried
+   (:func:`dml_tutorial.ladder.beyond`), the rate at the best knob and the knob at the best rate, until the best
+   is flanked on both or sits at a ladder's end (a pattern search, as the bench's was);
+3. lengthens: while the best trial's best checkpoint is its last, it trains that trial again at the next length of
+   ``lengths`` (the curve was still rising), up to the ladder's last.
+
+Ties go to the first trial (the start's order: the paper's value first) and the shorter length. The
+:class:`Choice` holds the values, every trial's curve, the ladders and the axes whose chosen value sits at an end of
+its ladder, where the walk could not go on (:attr:`Choice.edges`): the run file records all of it.
+
+    rule = search.Search("R@1", search.Axis("lr", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), (1e-3, 3e-3)), lengths=(8, 16))
+    choice = search.best_shot(spec, rule, clustering.run_spec(splits, device))
+    choice.values  # {"lr": 0.003, "epochs": 12}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import ladder
+from .spec import RunSpec
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One searched setting: its ``name`` (a settings field, or a knob the chapter's ``vary`` applies), the
+    ``ladder`` the walk may climb, the ``start`` values tried first (neighbouring rungs of the ladder) and, for a
+    regulariser, its ``off`` value (weight 0), tried at every starting rate besides the ladder."""
+
+    name: str
+    ladder: tuple
+    start: tuple
+    off: Any = None
+
+    def __post_init__(self):
+        ladder_, start = tuple(sorted(self.ladder)), tuple(self.start)
+        if not start or not all(any(np.isclose(v, ladder_)) for v in start):
+            raise ValueError(f"{self.name}: the start {start} must be non-empty values of the ladder {ladder_}")
+        if self.off is not None and any(np.isclose(self.off, ladder_)):
+            raise ValueError(f"{self.name}: off ({self.off}) lies on the ladder; the ladder holds the values 'on'")
+        object.__setattr__(self, "ladder", ladder_)
+        object.__setattr__(self, "start", start)
+
+    def candidates(self) -> tuple:
+        """What every search tries: the start, then ``off`` where the axis has one."""
+        return self.start + (() if self.off is None else (self.off,))
+
+
+@dataclasses.dataclass(frozen=True)
+class Search:
+    """The search's rule, one per chapter: the validation ``metric``, the ``rate`` axis, the knob axis (or none),
+    the ``lengths`` a trial trains for (the first, then on while the best is still rising) with a checkpoint every
+    ``every`` epochs, and ``split``, the data it searches on."""
+
+    metric: str
+    rate: Axis
+    lengths: tuple
+    knob: Axis | None = None
+    every: int = 1
+    split: str = "validation"
+
+    def __post_init__(self):
+        lengths = tuple(sorted(int(n) for n in self.lengths))
+        if not lengths or lengths[0] < 1 or self.every < 1 or any(n % self.every for n in lengths):
+            raise ValueError(f"lengths must be positive multiples of every ({self.every}), got {self.lengths}")
+        object.__setattr__(self, "lengths", lengths)
+
+    def as_data(self) -> dict:
+        """The rule as data, for a claim's registered protocol (:mod:`dml_tutorial.registry`)."""
+        return dataclasses.asdict(self)
+
+    def planned(self) -> int:
+        """How many trials a search makes whatever the scores: its starting grid (the walk and the lengthening
+        are counted once they have run)."""
+        return len(self.rate.start) * (len(self.knob.candidates()) if self.knob else 1)
+
+
+@dataclasses.dataclass
+class Choice:
+    """What one row's search chose: ``values`` (``{"lr": ..., <knob>: ..., "epochs": ...}``), ``trials`` (every
+    trial in the order made: its values and its curve ``{epoch: score}``), the ``ladders`` walked, and ``edges``,
+    the axes whose chosen value sits at an end of its ladder (``"epochs"``: the longest length was still best)."""
+
+    values: dict
+    trials: list
+    ladders: dict
+    edges: list
+
+    def as_data(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None = None) -> Choice:
+    """The search of ``rule`` for one row, ``spec`` (a grid's run, whose seed and settings the trials keep), each
+    trial run by ``run(trial) -> Run`` (the chapter's runner, :func:`dml_tutorial.experiment.run_grid`'s) with
+    ``rule.metric`` in its history every ``rule.every`` epochs. ``vary(spec, name, value) -> spec`` sets the knob
+    where it is not a settings field (a loss's weight); the rate is ``settings.lr``, the length
+    ``settings.epochs``. Returns the :class:`Choice`."""
+    vary = vary or _vary_setting
+    knob = rule.knob
+    curves = {}  # (lr, knob value, epochs) -> {epoch: score}
+
+    def trial(lr, value, epochs):
+        if (lr, value, epochs) not in curves:
+            at = spec if knob is None else vary(spec, knob.name, value)
+            at = dataclasses.replace(at, split=rule.split, settings=at.settings.replace(
+                lr=lr, epochs=epochs, eval_every=rule.every), options={**at.options, "curve": rule.metric})
+            curves[(lr, value, epochs)] = _curve(run(at), rule.metric)
+        return max(curves[(lr, value, epochs)].values())
+
+    def best():
+        return max(curves, key=lambda key: max(curves[key].values()))
+
+    epochs = rule.lengths[0]
+    for lr in rule.rate.start:
+        for value in knob.candidates() if knob else (None,):
+            trial(lr, value, epochs)
+    while steps := _steps(curves, best(), rule):
+        for lr, value in steps:
+            trial(lr, value, epochs)
+    lr, value, epochs = best()
+    while _length(curves[(lr, value, epochs)]) == epochs and epochs < rule.lengths[-1]:
+        epochs = rule.lengths[rule.lengths.index(epochs) + 1]
+        trial(lr, value, epochs)
+    lr, value, longest = best()
+    length = _length(curves[(lr, value, longest)])
+    values = {"lr": lr, **({knob.name: value} if knob else {}), "epochs": length}
+    ladders = {"lr": list(rule.rate.ladder), **({knob.name: list(knob.ladder)} if knob else {}),
+               "epochs": list(rule.lengths)}
+    edges = [name for name, v in values.items() if name != "epochs" and _at_end(v, ladders[name])]
+    edges += ["epochs"] if length == rule.lengths[-1] else []
+    trials = [{"lr": k[0], **({knob.name: k[1]} if knob else {}), "epochs": k[2], "curve": c}
+              for k, c in curves.items()]
+    return Choice(values, trials, ladders, edges)
+
+
+def _vary_setting(spec: RunSpec, name: str, value) -> RunSpec:
+    return dataclasses.replace(spec, settings=spec.settings.replace(**{name: value}))
+
+
+def _curve(run, metric: str) -> dict:
+    """``{epoch: score}`` of ``metric`` in a trial's history; an error naming the trial where it has none."""
+    curve = {r["epoch"]: r[metric] for r in run.history.records if metric in r}
+    if not curve or not all(np.isfinite(list(curve.values()))):
+        raise ValueError(f"a search trial recorded no finite {metric!r} at its checkpoints ({curve}): its runner "
+                         "must honour the spec's options['curve']")
+    return curve
+
+
+def _length(curve: dict) -> int:
+    """The best checkpoint of a curve (ties: the shorter)."""
+    return max(curve, key=lambda e: (curve[e], -e))
+
+
+def _steps(curves: dict, at: tuple, rule: Search) -> list:
+    """The pattern search's next trials from the best ``at`` (rate, knob, epochs), untried ones only: the next
+    rate along the ladder at its knob, the next knob value at its rate (none from ``off``)."""
+    lr, value, epochs = at
+    tried = [(r, v) for r, v, e in curves if e == epochs]
+    steps = [(r, value) for r in ladder.beyond(lr, [r for r, v in tried if v == value], rule.rate.ladder)]
+    if rule.knob and value != rule.knob.off:
+        on = [v for r, v in tried if r == lr and v != rule.knob.off]
+        steps += [(lr, v) for v in ladder.beyond(value, on, rule.knob.ladder)]
+    return [s for s in steps if (*s, epochs) not in curves]
+
+
+def _at_end(value, values) -> bool:
+    return value is not None and bool(np.isclose(value, [values[0], values[-1]]).any())

@@ -1,0 +1,117 @@
+"""The one best-shot search (dml_tutorial.search) against a brute force over every ladder point, on runners whose
+validation curve is a known function of the rate, the knob and the epoch."""
+
+import itertools
+import math
+
+import pytest
+
+from dml_tutorial import search, settings, train
+from dml_tutorial.experiment import Run
+from dml_tutorial.spec import RunSpec
+
+RATES = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+TAUS = (0.03, 0.05, 0.1, 0.2, 0.5)
+
+
+def _spec():
+    cfg = settings.CBSwRSettings(profile="test", dataset="glyphs", model="glyphnet", dim=16, epochs=4, lr=1e-3)
+    return RunSpec("Tables 1-2", "CBS", "CBS", cfg, seed=3)
+
+
+class Runner:
+    """A chapter's runner with a known validation curve ``score(lr, tau, epoch)``, counting its trainings."""
+
+    def __init__(self, score):
+        self.score, self.specs = score, []
+
+    def __call__(self, spec):
+        self.specs.append(spec)
+        s = spec.settings
+        assert spec.options["curve"] == "R@1" and spec.split == "validation" and spec.seed == 3
+        records = [{"epoch": e, "loss": 0.0, "R@1": self.score(s.lr, s.tau, e)}
+                   for e in range(s.eval_every, s.epochs + 1, s.eval_every)]
+        return Run({}, None, train.History(records))
+
+
+def _peak(lr0, tau0, rising_until):
+    """A smooth single peak at (lr0, tau0) in log space, rising with the epochs until ``rising_until``, then
+    falling slowly."""
+    def score(lr, tau, epoch):
+        shape = -(math.log10(lr / lr0)) ** 2 - (math.log10(tau / tau0)) ** 2
+        return shape + min(epoch, rising_until) / 100 - max(0, epoch - rising_until) / 1000
+    return score
+
+
+def _brute_force(score, lengths):
+    points = [(lr, tau, e) for lr, tau in itertools.product(RATES, TAUS) for e in range(1, max(lengths) + 1)]
+    return max(points, key=lambda p: score(*p))
+
+
+@pytest.mark.parametrize("lr0, tau0, rising", [(3e-3, 0.1, 6), (1e-4, 0.5, 3), (3e-2, 0.03, 12), (1e-3, 0.05, 1)])
+def test_the_walk_finds_the_brute_forces_best_point(lr0, tau0, rising):
+    score = _peak(lr0, tau0, rising)
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(4, 8, 16),
+                         knob=search.Axis("tau", TAUS, (0.1,)))
+    runner = Runner(score)
+    choice = search.best_shot(_spec(), rule, runner)
+    lr, tau, epochs = _brute_force(score, rule.lengths)
+    assert choice.values == {"lr": lr, "tau": tau, "epochs": epochs}
+    assert len(runner.specs) == len(choice.trials) < len(RATES) * len(TAUS)  # no trial twice, fewer than a grid
+    expected_edges = [n for n, v, ladder in (("lr", lr, RATES), ("tau", tau, TAUS)) if v in (ladder[0], ladder[-1])]
+    assert choice.edges == expected_edges + (["epochs"] if epochs == 16 else [])
+    assert choice.ladders == {"lr": list(RATES), "tau": list(TAUS), "epochs": [4, 8, 16]}
+
+
+def test_the_regularisers_off_is_always_tried_and_can_win():
+    def score(lr, tau, epoch):  # the term only hurts: its weight 0 ("off") is best
+        return -abs(math.log10(lr / 1e-3)) - (0 if tau == 0 else 1 + tau)
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(2,),
+                         knob=search.Axis("tau", TAUS, (0.1,), off=0.0))
+    runner = Runner(score)
+    choice = search.best_shot(_spec(), rule, runner)
+    assert choice.values == {"lr": 1e-3, "tau": 0.0, "epochs": 1}
+    assert {(t["lr"], t["tau"]) for t in choice.trials} >= {(1e-3, 0.0), (3e-3, 0.0)}  # off at each starting rate
+    assert choice.edges == []  # off is a candidate, not the end of a ladder
+
+
+def test_ties_go_to_the_first_trial_and_the_shorter_length():
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(3, 6), every=1)
+    choice = search.best_shot(_spec(), rule, Runner(lambda lr, tau, epoch: 0.5))
+    assert choice.values == {"lr": 1e-3, "epochs": 1}
+
+
+def test_a_length_at_the_ladders_end_is_recorded_as_an_edge():
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(2, 4), every=2)
+    choice = search.best_shot(_spec(), rule, Runner(lambda lr, tau, epoch: epoch - abs(math.log10(lr / 1e-3))))
+    assert choice.values == {"lr": 1e-3, "epochs": 4} and choice.edges == ["epochs"]
+    assert [t["epochs"] for t in choice.trials] == [2, 2, 2, 4]  # 1e-3, then 3e-3 and 3e-4 flank it, then longer
+
+
+def test_a_trial_without_its_curve_and_bad_rules_are_refused():
+    def silent(spec):
+        return Run({}, None, train.History([{"epoch": 1, "loss": 0.0}]))
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(1,))
+    with pytest.raises(ValueError, match="options\\['curve'\\]"):
+        search.best_shot(_spec(), rule, silent)
+    with pytest.raises(ValueError, match="start"):
+        search.Axis("lr", RATES, (5e-3,))
+    with pytest.raises(ValueError, match="off"):
+        search.Axis("tau", TAUS, (0.1,), off=0.2)
+    with pytest.raises(ValueError, match="multiples"):
+        search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(3, 5), every=2)
+
+
+def test_a_knob_that_is_not_a_setting_is_set_by_the_chapters_vary():
+    seen = []
+
+    def vary(spec, name, value):
+        seen.append((name, value))
+        return spec.__class__(**{**spec.__dict__, "row": f"{spec.row} at {value}"})
+
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(1,),
+                         knob=search.Axis("weight", (0.1, 1.0), (0.1,), off=0.0))
+    runner = Runner(lambda lr, tau, epoch: -abs(math.log10(lr / 1e-3)))
+    choice = search.best_shot(_spec(), rule, runner, vary=vary)
+    assert ("weight", 0.0) in seen and choice.values["weight"] == 0.1  # ties: the start before off
+    assert rule.planned() == 2 and rule.as_data()["knob"]["off"] == 0.0
