@@ -324,12 +324,20 @@ def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
             problems.append(f"{rid}: the pretrained start it loaded is not recorded (start_sha256; each CPU family "
                             "builds other weights): nobody can tell which start to load to run it again")
         settings = {k: v for k, v in run.get("settings", {}).items() if k not in MACHINE_SETTINGS}
-        kinds.setdefault(json.dumps([settings, run.get("start_sha256")], sort_keys=True), []).append(rid)
+        shared_start = None if _per_seed(settings.get("start")) else run.get("start_sha256")  # one start a seed:
+        kinds.setdefault(json.dumps([settings, shared_start], sort_keys=True), []).append(rid)  # theirs differ
         files.append(file)
     if len(kinds) > 1:
         problems.append("the runs differ in their settings or pretrained start: "
                         + "; ".join(", ".join(rids) for rids in kinds.values()))
     return files, problems
+
+
+def _per_seed(start: str | None) -> bool:
+    """Whether the pretrained start ``start`` is made once per seed (:func:`dml_tutorial.pretrain.resolved`)."""
+    from . import pretrain
+
+    return bool(start) and bool(pretrain.STARTS.get(start, {}).get("per_seed"))
 
 
 def land(files: list[Path], profile: str, into: Path) -> tuple[list[Path], list[Path]]:
@@ -513,8 +521,12 @@ def _pretrain(args, parser) -> int:
 
     if args.name not in pretrain.STARTS:
         parser.error(f"unknown start {args.name!r}; known: {', '.join(pretrain.STARTS)}")
-    record = pretrain.build_start(args.name, root=args.root, progress=True)
-    weights, record_path = pretrain.start_paths(args.name, args.root)
+    try:
+        file, changes = pretrain.resolved(args.name, args.seed)
+    except ValueError as e:
+        parser.error(f"{e} (--seed)")
+    record = pretrain.build_start(args.name, root=args.root, progress=True, save_as=file, **changes)
+    weights, record_path = pretrain.start_paths(file, args.root)
     print(f"wrote {weights} (SHA-256 {record['sha256'][:12]}...) and {record_path}: {record['images']:,} images "
           f"of {record['classes']:,} characters, {record['seconds']:.0f} s")
     return 0
@@ -587,6 +599,7 @@ def _parser() -> argparse.ArgumentParser:
     pretrain = sub.add_parser("pretrain", help="build a test bed's pretrained start (its ImageNet), once")
     pretrain.add_argument("name", help="the start, e.g. glyphs2 (dml_tutorial.pretrain.STARTS)")
     pretrain.add_argument("--root", type=Path, default=Path("data"), help="the data folder (default: data)")
+    pretrain.add_argument("--seed", type=int, default=None, help="the seed of a start made once per seed")
     for command, handler in ((run, _run), (sweep, _sweep), (landing, _land), (report, _report),
                              (listing, _grid), (pretrain, _pretrain)):
         command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage

@@ -414,7 +414,7 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     from . import experiment, pretrain
 
     if pretrain.applies(cfg):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
-        experiment.load_init(model, pretrain.load_start(cfg["start"]))
+        experiment.load_init(model, pretrain.load_start(cfg["start"], seed=seed))
     objective = make_objective(method, model, in_shape, cfg)
     data = splits.train
     if cfg.get("data_on_device") and isinstance(data, ArrayDataset):  # the images held on the GPU once, as uint8

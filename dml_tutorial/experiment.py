@@ -78,7 +78,7 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     in_shape = input_shape(data)
     model = models.from_settings(cfg, in_shape)
     if init is None and pretrain.applies(cfg):  # a pretrained trunk; the embedding layer stays the seed's
-        init = pretrain.load_start(cfg["start"])
+        init = pretrain.load_start(cfg["start"], seed=seed)
     if init is not None:
         load_init(model, init)
     head = list(model.embedding.parameters())
@@ -194,7 +194,7 @@ def reference_run(splits, cfg: dict, kind: str, *, probe: bool = False, noise=No
         if not pretrain.applies(cfg):
             raise ValueError(f"the {STARTED!r} row needs a profile with a start for its model (cfg['start'])")
         model = models.from_settings(cfg, input_shape(splits.train))
-        load_init(model, pretrain.load_start(cfg["start"]))
+        load_init(model, pretrain.load_start(cfg["start"], seed=seed))
         model.to(train.resolve_device(device)).eval()
         trunk = _Features(model)
 

@@ -75,11 +75,16 @@ def softmax_pretrained(data, cfg: dict, *, epochs: int, seed: int = 0, device="a
 #: results/testbed_cpu.json): after 1,000 steps the start, not fine-tuned, retrieves the test bed's unseen characters
 #: in unseen faces above the raw pixels and far below a triplet fine-tuned from it (as ImageNet features do on
 #: CUB); after 250 or 500 steps its features fell below the raw pixels.
+#: ``glyphs2-seeded`` is the same start made once per seed (issue #86: one fixed start measured this start, not the
+#: claim): seed s pretrains with seed s and leaves out the faces test bed II's seed s tests on
+#: (:func:`dml_tutorial.data.rendered.unseen_face_ids`, as ``vary_faces`` draws them), saved as
+#: ``glyphs2-seeded-seed<s>`` (:func:`resolved`).
 STARTS = {
     "glyphs2": {"n_classes": 2000, "data_seed": 1, "disjoint_from": [1500, 0], "unseen_faces": 3,
                 "model": "glyphnet", "dim": 64, "dropout": 0.0, "p": 32, "k": 4, "lr": 1e-3, "steps": 1000,
                 "seed": 0, "threads": 2},
 }
+STARTS["glyphs2-seeded"] = {**STARTS["glyphs2"], "per_seed": True}
 #: Where the starts are kept, under the data root: ``<name>.pt`` (the state dict) and ``<name>.json`` (its record:
 #: the settings, what it saw, the SHA-256 of the weights (:func:`weights_sha256`), the seconds it took).
 FOLDER = "pretrained"
@@ -96,6 +101,17 @@ def applies(cfg: dict) -> bool:
     return STARTS[name]["model"] == cfg["model"]
 
 
+def resolved(name: str, seed: int | None = None) -> tuple[str, dict]:
+    """``(file name, changes)`` of the start ``name`` for a run of ``seed``: the start itself, or, for a per-seed
+    start, its build for that seed (``<name>-seed<s>``, pretrained with seed s without the seed's unseen faces).
+    A name :data:`STARTS` does not hold (a benchmark's variant, saved under its own name) is its own file."""
+    if not STARTS.get(name, {}).get("per_seed"):
+        return name, {}
+    if seed is None:
+        raise ValueError(f"the start {name!r} is made once per seed: say which seed's run loads it")
+    return f"{name}-seed{int(seed)}", {"seed": int(seed), "faces_seed": int(seed)}
+
+
 def start_paths(name: str, root=None) -> tuple[Path, Path]:
     """The weights file and the record of the start ``name`` under ``root`` (default: ``data.DATA_ROOT``)."""
     from .data import DATA_ROOT
@@ -106,17 +122,18 @@ def start_paths(name: str, root=None) -> tuple[Path, Path]:
 
 def pretraining_set(cfg: dict, root=None, progress: bool = False, faces=None):
     """The start's training images: ``cfg["n_classes"]`` characters disjoint from the test bed's, in the faces
-    the test bed trains on (an :class:`~dml_tutorial.data.ArrayDataset`, labels 0..n-1); ``faces``: the glyph
-    faces (default: the test bed's 11, :data:`dml_tutorial.data.GLYPH_FACES`), ``cfg["script"]`` and
-    ``cfg["size"]`` where given."""
+    the test bed trains on (an :class:`~dml_tutorial.data.ArrayDataset`, labels 0..n-1): all but its last
+    ``cfg["unseen_faces"]``, or, with ``cfg["faces_seed"]``, all but those that seed's test bed draws as unseen;
+    ``faces``: the glyph faces (default: the test bed's 11, :data:`dml_tutorial.data.GLYPH_FACES`),
+    ``cfg["script"]`` and ``cfg["size"]`` where given."""
     from .data import DATA_ROOT, ArrayDataset
-    from .data.rendered import FACES, load_arrays
+    from .data.rendered import FACES, load_arrays, unseen_face_ids
 
     faces = FACES if faces is None else faces
     arrays, _ = load_arrays(cfg["n_classes"], size=cfg.get("size", 32), script=cfg.get("script", "cjk"),
                             data_seed=cfg["data_seed"], faces=faces, root=DATA_ROOT if root is None else root,
                             progress=progress, disjoint_from=tuple(cfg["disjoint_from"]))
-    keep = arrays["face"] < len(faces) - cfg["unseen_faces"]
+    keep = ~np.isin(arrays["face"], unseen_face_ids(len(faces), cfg["unseen_faces"], cfg.get("faces_seed")))
     return ArrayDataset(torch.from_numpy(arrays["x"][keep]), arrays["labels"][keep], {"face": arrays["face"][keep]})
 
 
@@ -143,16 +160,18 @@ def build_start(name: str, root=None, progress: bool = True, save_as: str | None
     return record
 
 
-def load_start(name: str, root=None, build: bool = True) -> dict:
+def load_start(name: str, root=None, build: bool = True, seed: int | None = None) -> dict:
     """The trunk of the start ``name`` (its state dict without the embedding layer, which each run initialises
     from its own seed, as a new fc on an ImageNet backbone), checked against the SHA-256 of its record; built first
-    when missing and ``build``. A weights file that does not match its record is an error, never used."""
-    weights, record_path = start_paths(name, root)
+    when missing and ``build``; a per-seed start's build for ``seed`` (:func:`resolved`). A weights file that does
+    not match its record is an error, never used."""
+    file, changes = resolved(name, seed)
+    weights, record_path = start_paths(file, root)
     if not (weights.exists() and record_path.exists()):
         if not build:
-            raise FileNotFoundError(f"no start {name!r} under {weights.parent}; build it with "
+            raise FileNotFoundError(f"no start {file!r} under {weights.parent}; build it with "
                                     f"`dml-tutorial pretrain {name}`")
-        build_start(name, root)
+        build_start(name, root, save_as=file, **changes)
     record = json.loads(record_path.read_text())
     try:
         state = torch.load(weights, map_location="cpu", weights_only=True)["state"]

@@ -187,7 +187,7 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
-            "device": first["device"], **start_of(first["settings"]),
+            "device": first["device"], **start_of(first["settings"], sorted({s for t in tables for s in t["seeds"]})),
             **({"choices": choices} if (choices := {k: v for t in tables for k, v in t.get("choices", {}).items()})
                else {}),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
@@ -196,17 +196,31 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
             **({"figures": figures} if figures else {})}
 
 
-def start_of(settings: dict) -> dict:
+def start_of(settings: dict, seeds=()) -> dict:
     """``{"start_sha256": ...}``: the SHA-256 of the pretrained start the run loaded (``settings["start"]``, its
-    record under ``data/pretrained/``), or ``{}`` where it names none. A start is built on the machine that runs
-    it and another CPU family rounds differently, so two machines' starts differ; the run file says which it had."""
+    record under ``data/pretrained/``), or ``{}`` where it names none; for a start made once per seed
+    (:func:`dml_tutorial.pretrain.resolved`), that of the run's seed, ``{seed: SHA-256}`` where it ran several. A
+    start is built on the machine that runs it and another CPU family rounds differently, so two machines' starts
+    differ; the run file says which it had."""
     name = settings.get("start")
     if not name:
         return {}
-    from .pretrain import start_paths
+    from .pretrain import resolved, start_paths
 
-    record = start_paths(name)[1]
-    return {"start_sha256": json.loads(record.read_text())["sha256"] if record.exists() else None}
+    def sha(seed=None):
+        record = start_paths(resolved(name, seed)[0])[1]
+        return json.loads(record.read_text())["sha256"] if record.exists() else None
+
+    if not _per_seed_start(name):
+        return {"start_sha256": sha()}
+    shas = {str(s): sha(s) for s in seeds}
+    return {"start_sha256": shas.popitem()[1] if len(shas) == 1 else (shas or None)}
+
+
+def _per_seed_start(name: str) -> bool:
+    from .pretrain import STARTS
+
+    return bool(STARTS.get(name, {}).get("per_seed"))
 
 
 def load_runs(folder: Path = RESULTS) -> list[dict]:
@@ -288,7 +302,9 @@ def _start_line(runs: list[dict]) -> list[str]:
     if not started:
         return []
     names = ", ".join(sorted({r["settings"]["start"] for r in started}))
-    shas = sorted({r["start_sha256"][:12] if r.get("start_sha256") else "not recorded" for r in started})
+    recorded = [r.get("start_sha256") for r in started]
+    shas = sorted({sha[:12] for one in recorded if one for sha in (one.values() if isinstance(one, dict) else [one])
+                   if sha} | ({"not recorded"} if not all(recorded) else set()))
     return [f"- pretrained start: {names}, SHA-256 of its weights {', '.join(shas)} (each CPU family builds its own)"]
 
 

@@ -196,6 +196,22 @@ def _commit_all(repo: Path, message: str) -> str:
     return _git_lines(repo, "rev-parse", "HEAD")[0]
 
 
+def test_land_accepts_one_start_a_seed_and_still_refuses_two_shared_ones(folder, monkeypatch):
+    """Runs of a start made once per seed differ in their start's SHA-256 by design; runs of one shared start that
+    differ in it were made on two machines' starts, and do not land together."""
+    repo = _repo(folder, monkeypatch)
+    head = _git_lines(repo, "rev-parse", "HEAD")[0]
+    pending = repo / "pending" / "toy"
+    spec = {"chapter": "toy", "profile": "smoke", "parameters": {}, "grid": {"SEED": [0, 1]}}
+    for start in ("glyphs2-seeded", "glyphs2"):
+        for seed in (0, 1):
+            path = _run_file(pending, f"smoke_seed-{seed}", head, figure=False, start=start)
+            path.write_text(json.dumps({**json.loads(path.read_text()), "figures": [], "start_sha256": f"{seed}" * 64}))
+        _, problems = cli.land_problems(spec, repo / "pending")
+        assert bool(problems) == (start == "glyphs2"), problems
+        assert all("differ in their settings or pretrained start" in p for p in problems)
+
+
 def test_land_moves_a_whole_grid_into_the_results_replacing_the_profiles_runs(folder, monkeypatch, capsys):
     """A sweep committed seed by seed into data/pending lands in one step, once every point has its file."""
     repo = _repo(folder, monkeypatch)

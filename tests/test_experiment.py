@@ -372,7 +372,7 @@ def test_a_profile_with_a_start_trains_from_its_trunk_and_measures_it_as_a_refer
     cfg = {**profiles.settings("eps", "smoke"), "epochs": 0, "start": "fixture"}
     donor = models.from_settings({**cfg, "dim": 3}, (1, 8, 8))
     trunk = {k: v for k, v in donor.state_dict().items() if not k.startswith("embedding.")}
-    monkeypatch.setattr(pretrain, "load_start", lambda name, root=None, build=True: trunk)
+    monkeypatch.setattr(pretrain, "load_start", lambda name, root=None, build=True, seed=None: trunk)
     model, _, _ = experiment._train(splits.train, lambda z, y: z.sum() * 0, cfg, p=6, k=2, seed=0, device="cpu",
                                     progress=False, checkpoint=None)
     assert all(torch.equal(model.state_dict()[k], v) for k, v in trunk.items())

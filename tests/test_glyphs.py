@@ -151,6 +151,30 @@ def test_unseen_characters_in_unseen_faces(tmp_path):
         _load(tmp_path, unseen_faces=4)
 
 
+def test_unseen_faces_drawn_by_the_seed(tmp_path):
+    """``vary_faces``: each seed tests on its own unseen faces (issue #86), the training side on every other face,
+    the validation split inside those; the same seed draws the same faces."""
+    drawn = {}
+    for seed in range(6):
+        s = _load(tmp_path, unseen_faces=2, vary_faces=True, seed=seed)
+        unseen = set(s.test.extras["face"])
+        assert len(unseen) == 2 and not unseen & set(s.train.extras["face"])
+        assert set(s.train.extras["face"]) | unseen == {0, 1, 2, 3}
+        assert unseen == set(data.rendered.unseen_face_ids(4, 2, seed)) and f"drawn by seed {seed}" in s.source
+        v = _load(tmp_path, split="validation", unseen_faces=2, vary_faces=True, seed=seed)
+        assert set(v.train.extras["face"]) == set(v.test.extras["face"]) == {0, 1, 2, 3} - unseen
+        drawn[seed] = tuple(sorted(unseen))
+    assert len(set(drawn.values())) > 1  # six seeds draw more than one pair of the six pairs
+    for seed in range(3):  # DCDL's closed-set protocol: every character, the test faces drawn by the seed
+        s = _load(tmp_path, split="samples", test_faces=1, vary_faces=True, seed=seed)
+        assert set(s.test.extras["face"]) == set(data.rendered.unseen_face_ids(4, 1, seed))
+        assert set(s.train.extras["face"]) == {0, 1, 2, 3} - set(s.test.extras["face"])
+    assert data.rendered.unseen_face_ids(11, 3, 4) == data.rendered.unseen_face_ids(11, 3, 4)
+    assert data.rendered.unseen_face_ids(11, 3) == [8, 9, 10]
+    with pytest.raises(ValueError, match="between 1 and 10"):
+        data.rendered.unseen_face_ids(11, 11, 0)
+
+
 def test_fewer_training_characters_keep_the_test_side_and_follow_the_seed(tmp_path):
     """``train_characters``: a paper's number of training classes against the same unseen characters and faces."""
     full, few = _load(tmp_path, unseen_faces=1), _load(tmp_path, unseen_faces=1, train_characters=5)

@@ -127,3 +127,27 @@ def test_a_start_is_built_once_recorded_with_its_checksum_and_loads_its_trunk_on
         pretrain.load_start("tiny", root=tmp_path)
     with pytest.raises(FileNotFoundError, match="dml-tutorial pretrain"):
         pretrain.load_start("other", root=tmp_path, build=False)
+
+
+def test_a_per_seed_start_leaves_out_each_seeds_unseen_faces(tmp_path, monkeypatch):
+    """Issue #86: a start made once per seed (``per_seed``), each pretrained with its seed and without the faces
+    that seed's test bed draws as unseen (``vary_faces``), saved under its own name and loaded by the run's seed;
+    a run that names no seed is refused, and the fixed start still needs none."""
+    from dml_tutorial.data import rendered as G
+
+    tiny = _tiny_start(monkeypatch)
+    monkeypatch.setitem(pretrain.STARTS, "tiny-seeded", {**pretrain.STARTS["tiny"], "per_seed": True})
+    records = {}
+    for seed in (0, 1, 2):
+        file, changes = pretrain.resolved("tiny-seeded", seed)
+        assert file == f"tiny-seeded-seed{seed}" and changes == {"seed": seed, "faces_seed": seed}
+        records[seed] = pretrain.build_start("tiny-seeded", root=tmp_path, progress=False, faces=tiny, save_as=file,
+                                             **changes)
+        unseen = G.unseen_face_ids(len(tiny), pretrain.STARTS["tiny"]["unseen_faces"], seed)
+        assert records[seed]["faces"] == sorted(set(range(len(tiny))) - set(unseen))
+        assert pretrain.start_paths(file, tmp_path)[0].exists()
+    assert len({r["sha256"] for r in records.values()}) == 3  # three seeds, three starts
+    assert pretrain.load_start("tiny-seeded", root=tmp_path, build=False, seed=1)
+    with pytest.raises(ValueError, match="once per seed"):
+        pretrain.resolved("tiny-seeded")
+    assert pretrain.resolved("tiny") == ("tiny", {}) and pretrain.resolved("tiny", 3) == ("tiny", {})

@@ -114,6 +114,30 @@ def test_a_run_file_names_the_start_its_runs_loaded(tmp_path, monkeypatch):
     assert "pretrained start" not in "\n".join(report._section(("full", "cifar10", "vgg9", 1), [scratch]))
 
 
+def test_a_run_file_names_its_seeds_own_start_where_each_seed_has_one(tmp_path, monkeypatch):
+    """Issue #86: with a start made once per seed, the run file records the SHA-256 of its seed's start (of each
+    seed's, by seed, where it ran several), and the results page lists them all."""
+    from dml_tutorial import data, pretrain
+
+    monkeypatch.setattr(data, "DATA_ROOT", tmp_path)
+    shas = {}
+    for seed in (0, 1):
+        record = pretrain.start_paths(pretrain.resolved("glyphs2-seeded", seed)[0])[1]
+        record.parent.mkdir(exist_ok=True)
+        shas[seed] = pretrain.weights_sha256({"trunk.w": torch.full((2,), float(seed))})
+        record.write_text(json.dumps({"sha256": shas[seed]}))
+    recorded = tmp_path / "tables.jsonl"
+    settings = {**CFG, "start": "glyphs2-seeded"}
+    recorded.write_text(json.dumps({"table": "T", "seeds": [1], "device": "cpu", "settings": settings,
+                                    "measured": {}, "paper": {}}) + "\n")
+    one = report.run_file("cbswr", {}, recorded, "cmd", 1.0)
+    assert one["start_sha256"] == shas[1]
+    assert report.start_of(settings, [0, 1]) == {"start_sha256": {"0": shas[0], "1": shas[1]}}
+    both = {**one, "start_sha256": {"0": shas[0], "1": shas[1]}}
+    page = "\n".join(report._section(("glyphs2", "glyphs", "glyphnet", 1), [one, both]))
+    assert f"SHA-256 of its weights {', '.join(sorted(s[:12] for s in shas.values()))} (" in page
+
+
 def test_seeds_merge_and_a_rerun_replaces_its_seed():
     runs = [_run([0], [0.80], "2026-01-01"), _run([1], [0.90], "2026-01-02"), _run([0], [0.70], "2026-01-03")]
     measured, paper = report.merge_seeds(runs)["Table 1"]
@@ -338,7 +362,8 @@ def test_recorded_merges_the_seeds_of_one_chapter_and_profile(tmp_path):
 @pytest.mark.parametrize("chapter", sorted(c for c, p in CHAPTERS.items() if "glyphs2" in p))
 def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(chapter):
     """Test bed II (issue #50): GlyphNet on unseen characters in unseen faces, from the pretrained start (DCDL from
-    scratch, on its closed-set split), ten seeds as ten resumable runs of one seed, each with its own class split."""
+    scratch, on its closed-set split), ten seeds as ten resumable runs of one seed, each with its own class split,
+    its own unseen faces and its own start (issue #86)."""
     from dml_tutorial import profiles
     from dml_tutorial.cli import load_grid, sweep_points
 
@@ -347,10 +372,11 @@ def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(c
     spec = load_grid(ROOT / "data" / "sweeps" / f"{chapter}-glyphs2.yaml")
     assert spec["chapter"] == chapter and spec["profile"] == "glyphs2" and len(list(sweep_points(spec))) == 10
     if chapter == "dcdl":
-        assert cfg["start"] is None and cfg["dataset_options"] == {"n_classes": 300}
+        assert cfg["start"] is None and cfg["dataset_options"] == {"n_classes": 300, "vary_faces": True}
     else:
         fewer = {"train_characters": 100} if chapter == "ecaml" else {}  # the papers' CUB/Cars: about 100 classes
-        assert cfg["start"] == "glyphs2" and cfg["dataset_options"] == {"unseen_faces": 3, "vary_split": True, **fewer}
+        assert cfg["start"] == "glyphs2-seeded" and cfg["dataset_options"] == {
+            "unseen_faces": 3, "vary_split": True, "vary_faces": True, **fewer}
     if chapter == "eps":  # NMI+ cannot ask for more clusters per character than its 3 unseen faces x 2 renders
         assert cfg["nmi_plus_factor"] <= 3 * 2
 

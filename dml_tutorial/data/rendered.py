@@ -15,7 +15,10 @@ CUB/Cars/SOP, unlike Fashion-MNIST's five seen classes, where raw pixels beat ev
 - ``unseen_faces=n`` with ``"classes"`` or ``"validation"``: the last ``n`` faces leave the training side and
   only they draw the test side: **unseen characters in unseen faces** (test bed II), where raw pixels fall far
   below a trained network, as on CUB or Cars. The validation split then stays inside the training faces, so no
-  search sees a test character or a test face.
+  search sees a test character or a test face. With ``vary_faces``, the ``n`` unseen faces are drawn by ``seed``
+  (:func:`unseen_face_ids`) instead of being the last ones, so that runs over seeds vary the faces a claim is
+  tested on too (issue #86: three fixed faces measured this test bed, not the claim); the same for the "samples"
+  split's ``test_faces``.
 
 ``disjoint_from=(n, seed)`` draws the characters from those that the test bed of ``n`` characters drawn with
 ``seed`` does not use: the pretraining set of :mod:`dml_tutorial.pretrain` (the test bed's ImageNet) never holds a
@@ -254,7 +257,7 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
            test_faces: int = 3, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
            faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, unseen_faces: int = 0,
            disjoint_from: tuple[int, int] | None = None, vary_split: bool = False, seed: int = 0,
-           train_characters: int | None = None, **_) -> Splits:
+           train_characters: int | None = None, vary_faces: bool = False, **_) -> Splits:
     """The glyph test bed (module docstring) as :class:`Splits` of ``[N, 1, size, size]`` uint8 images (scaled on
     access), labels = character index; ``extras`` hold ``face``, ``render``, ``code`` (the code point) and, for
     Hangul, ``superclass`` (the lead consonant). Defaults: 1,500 characters, 1,000 seen (of which 200 are the
@@ -263,7 +266,8 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     (character indices, ``split="classes"`` only) trains on those characters instead and tests on the others, as
     the digits' ``seen``: EPS's even/odd experiment takes characters 0-5 of ``n_classes=10``. Hangul's "classes"
     split keeps whole superclasses on each side (the first ``seen_fraction`` of the lead consonants seen).
-    ``unseen_faces`` and ``disjoint_from``: see the module docstring. ``vary_split``: which characters are seen
+    ``unseen_faces``, ``vary_faces`` and ``disjoint_from``: see the module docstring. ``vary_split``: which
+    characters are seen
     follows ``seed`` (the notebook's ``SEED``) instead of their order, so that runs over seeds also vary the
     class split (issue #49: a claim should hold over splits, not for one); not with Hangul's superclasses.
     ``train_characters`` (``split="classes"`` only): train on the lowest-numbered ``train_characters`` of the seen
@@ -274,7 +278,7 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
         raise ValueError("vary_split keeps whole superclasses only in their order: not with script='hangul'")
     arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress, disjoint_from)
     splits = _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen,
-                    seed if vary_split else None)
+                    seed if vary_split else None, seed if vary_faces else None)
     if train_characters is not None:
         splits = _fewer_seen(splits, split, train_characters)
     if not unseen_faces:
@@ -283,12 +287,23 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     if split == "samples" or not 0 < unseen_faces < n_faces:
         raise ValueError(f"unseen_faces must be between 1 and {n_faces - 1} with the 'classes' or 'validation' "
                          f"split, got {unseen_faces} with {split!r}")
-    first = n_faces - unseen_faces  # the training faces: 0 .. first - 1
-    train = splits.train.subset(splits.train.extras["face"] < first)
-    test = splits.test.subset((splits.test.extras["face"] >= first) if split == "classes"
-                              else (splits.test.extras["face"] < first))
-    source = f"{splits.source}; faces {first}-{n_faces - 1} unseen"
+    unseen = unseen_face_ids(n_faces, unseen_faces, seed if vary_faces else None)
+    train = splits.train.subset(~np.isin(splits.train.extras["face"], unseen))
+    test = splits.test.subset(np.isin(splits.test.extras["face"], unseen) == (split == "classes"))
+    drawn = f"faces {', '.join(map(str, unseen))} unseen, drawn by seed {seed}" if vary_faces else \
+        f"faces {unseen[0]}-{unseen[-1]} unseen"
+    source = f"{splits.source}; {drawn}"
     return Splits(splits.name, split, train, test, source, splits.class_names)
+
+
+def unseen_face_ids(n_faces: int, unseen: int, seed: int | None = None) -> list[int]:
+    """The ``unseen`` faces (of ``n_faces``) that only the test side draws: the last ones, or, with a ``seed``,
+    ``unseen`` of them drawn by it (a NumPy generator of its own, so that the draw depends on the seed alone)."""
+    if not 0 < unseen < n_faces:
+        raise ValueError(f"unseen faces must be between 1 and {n_faces - 1}, got {unseen}")
+    if seed is None:
+        return list(range(n_faces - unseen, n_faces))
+    return sorted(int(f) for f in np.random.default_rng([86, seed]).choice(n_faces, unseen, replace=False))
 
 
 def _fewer_seen(splits: Splits, split: str, n: int) -> Splits:
@@ -303,9 +318,11 @@ def _fewer_seen(splits: Splits, split: str, n: int) -> Splits:
                   splits.class_names)
 
 
-def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen, order_seed=None) -> Splits:
+def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen, order_seed=None,
+           faces_seed=None) -> Splits:
     """The "classes", "validation" or "samples" split of the rendered arrays (:func:`glyphs`), all faces; with
-    ``order_seed`` the characters are shuffled by it before the seen ones are cut off."""
+    ``order_seed`` the characters are shuffled by it before the seen ones are cut off; with ``faces_seed`` the
+    "samples" split's test faces are drawn by it (:func:`unseen_face_ids`), not the last ones."""
     extras = {"face": arrays["face"], "render": arrays["render"], "code": arrays["code"][arrays["labels"]]}
     if script == "hangul":
         extras["superclass"] = lead_consonant(extras["code"])
@@ -319,7 +336,10 @@ def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, scr
         n_faces = len(manifest["faces"])
         if not 0 < test_faces < n_faces:
             raise ValueError(f"test_faces must be between 1 and {n_faces - 1}, got {test_faces}")
-        train = ds.extras["face"] < n_faces - test_faces
+        tested = unseen_face_ids(n_faces, test_faces, faces_seed)
+        if faces_seed is not None:
+            source += f", test faces {', '.join(map(str, tested))} drawn by seed {faces_seed}"
+        train = ~np.isin(ds.extras["face"], tested)
         return Splits("glyphs", split, ds.subset(train), ds.subset(~train), source, names)
     if seen is not None and split == "classes":
         return Splits("glyphs", split, *split_by_class(ds, seen), source, names)
