@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import ast
 import contextlib
+import datetime
 import itertools
 import json
 import os
@@ -373,7 +374,21 @@ def _land(args, parser) -> int:
         print(f"error: {args.grid} cannot land yet ({len(files)} of {len(sweep_points(spec))} points have a run "
               "file); nothing was moved:\n  " + "\n  ".join(problems), file=sys.stderr)
         return 1
-    landed, replaced = land(files, spec["profile"], args.results / spec["chapter"])
+    into = args.results / spec["chapter"]
+    old = [f for f in sorted(into.glob("*.json")) if json.loads(f.read_text()).get("profile") == spec["profile"]]
+    if old and not (args.why or "").strip():
+        parser.error(f"the grid replaces {len(old)} run files of {spec['chapter']}/{spec['profile']}: say why with "
+                     "--why (the registry page lists every replaced run with its reason)")
+    if old:
+        from . import registry
+
+        registry.retire({"kind": "runs", "chapter": spec["chapter"], "profile": spec["profile"],
+                         "runs": [[f.stem, json.loads(f.read_text()).get("commit", "unknown")] for f in old],
+                         "date": datetime.date.today().isoformat(), "why": args.why.strip()},
+                        path=args.results.parent / registry.RETIRED.name)  # data/retired.jsonl
+    landed, replaced = land(files, spec["profile"], into)
+    if old:
+        _git(args.results.parent, "add", "--", registry.RETIRED.name)
     print(f"{spec['chapter']}: {len(landed)} run files moved into {landed[0].parent}, replacing "
           f"{len(replaced)} of profile {spec['profile']} ({', '.join(f.stem for f in replaced) or 'none'}); staged, "
           "not committed. Next: `dml-tutorial report`, the chapter run again (`dml-tutorial run "
@@ -493,14 +508,16 @@ def _sweep_slurm(args, parser, chapter: str, points: list) -> int:
 
 def _report(args, parser) -> int:
     """The registry and what git says of each run first (a checkout only), then the pages that read them."""
-    from . import registry, report
+    from . import protocol, registry, report
 
     if in_checkout():
         if Path(args.results).resolve() == report.RESULTS.resolve():  # the course's own runs: its registry too
             print(f"wrote {registry.write()}")
-        if registry._git(registry.REPOSITORY, "status", "--porcelain", "--", str(registry.REGISTRY)).stdout.strip():
-            print(f"note: {registry.REGISTRY} has changes that are not committed: every claim they touch is post hoc "
-                  "for every run; commit it, then run `dml-tutorial report` again")
+            print(f"wrote {protocol.write()}")
+        for path in (registry.REGISTRY, protocol.PROTOCOLS):
+            if registry._git(registry.REPOSITORY, "status", "--porcelain", "--", str(path)).stdout.strip():
+                print(f"note: {path} has changes that are not committed: every claim they touch is post hoc for "
+                      "every run that records them; commit it, then run `dml-tutorial report` again")
         path = registry.write_status(report.load_runs(args.results), path=args.results / registry.STATUS.name)
         print(f"wrote {path}")
         late = [key for key, e in registry.stored(path)["runs"].items() if e["post hoc"]]
@@ -592,6 +609,8 @@ def _parser() -> argparse.ArgumentParser:
     landing.add_argument("--pending", type=Path, default=written.parent / "pending",
                          help="where the sweep committed its run files (default: data/pending)")
     landing.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
+    landing.add_argument("--why", default=None, help="why the grid replaces the profile's runs (recorded in "
+                         "data/retired.jsonl, shown on the registry page); needed where it replaces any")
     listing = sub.add_parser("grid", help="list a chapter's declared runs under a profile (nothing is trained)")
     listing.add_argument("chapter", help="a chapter with a declared grid: dcdl, cbswr, eps, ecaml, "
                                           "noise_guarantees or bench")

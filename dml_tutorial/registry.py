@@ -30,6 +30,11 @@ from .chapters import REPOSITORY
 #: The registry (one JSON line per claim) and the stored status, relative to the repository.
 REGISTRY = Path("data") / "claims.jsonl"
 STATUS = Path("data") / "results" / "registration.json"
+#: What was taken out of the evidence, and why (one JSON line each, never edited): run files a re-run replaced
+#: (``dml-tutorial land --why``: ``{"kind": "runs", "chapter", "profile", "runs": [[file, commit]], "date",
+#: "why"}``) and claims removed from the registry (``{"kind": "claim", "chapter", "claim", "date", "why"}``). The
+#: registry page lists them, and ``tests/test_registry.py`` fails for a removed claim without its line.
+RETIRED = Path("data") / "retired.jsonl"
 #: What the status says of a line that is not committed (``git blame``'s all-zero commit).
 UNCOMMITTED = "0" * 40
 
@@ -81,8 +86,14 @@ def registered(root: Path = REPOSITORY) -> dict:
     if not _git(root, "ls-files", "--", str(REGISTRY)).stdout.strip():  # never committed: nothing registered
         text = (root / REGISTRY).read_text() if (root / REGISTRY).exists() else ""
         return {(e["chapter"], e["claim"]): (UNCOMMITTED, None) for e in map(json.loads, filter(None, text.split("\n")))}
-    out = _git(root, "blame", "--porcelain", "--", str(REGISTRY)).stdout.splitlines()
-    found, dates, commit = {}, {}, None
+    return {(e["chapter"], e["claim"]): (c, date) for e, c, date in _blame(root, REGISTRY)}
+
+
+def _blame(root: Path, path: Path) -> list[tuple[dict, str, int | None]]:
+    """``[(entry, commit, date)]``: each JSON line of ``path`` with the commit that last changed it (``git blame``)
+    and that commit's date (``None`` for a line not committed yet)."""
+    out = _git(root, "blame", "--porcelain", "--", str(path)).stdout.splitlines()
+    found, dates, commit = [], {}, None
     for line in out:
         head = line.split(" ")
         if len(head[0]) == 40 and all(ch in "0123456789abcdef" for ch in head[0]):
@@ -90,9 +101,18 @@ def registered(root: Path = REPOSITORY) -> dict:
         elif line.startswith("committer-time "):
             dates[commit] = int(line.split()[1])
         elif line.startswith("\t"):
-            entry = json.loads(line[1:])
-            found[(entry["chapter"], entry["claim"])] = commit
-    return {key: (c, dates.get(c) if c != UNCOMMITTED else None) for key, c in found.items()}
+            found.append((json.loads(line[1:]), commit))
+    return [(e, c, dates.get(c) if c != UNCOMMITTED else None) for e, c in found]
+
+
+def registered_protocols(root: Path = REPOSITORY) -> dict:
+    """``{(chapter, profile): (protocol hash, commit)}`` from ``git blame`` of the registered protocols
+    (:data:`dml_tutorial.protocol.PROTOCOLS`); empty where none was ever committed."""
+    from .protocol import PROTOCOLS
+
+    if not _git(Path(root), "ls-files", "--", str(PROTOCOLS)).stdout.strip():
+        return {}
+    return {(e["chapter"], e["profile"]): (e["sha256"], c) for e, c, _ in _blame(Path(root), PROTOCOLS)}
 
 
 @cache
@@ -103,15 +123,24 @@ def is_ancestor(first: str, then: str, root: Path = REPOSITORY) -> bool:
     return _git(Path(root), "merge-base", "--is-ancestor", first, then, check=False).returncode == 0
 
 
+#: Why a cell is post hoc (:func:`status`): its claim's definition, or its chapter's protocol.
+LATE_DEFINITION = "the claim was defined after the run"
+CHANGED_PROTOCOL = "the run's protocol is not the one registered before it"
+
+
 def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
     """For each claim and each profile whose runs record its table: ``{"chapter/profile/claim": {"registered":
-    commit, "runs": [run commits, oldest first], "post hoc": bool, "after": the first run commit the registration
-    did not precede, or None}}``. A run's commit is read without its ``-dirty`` mark: what matters is whether the
-    definition was committed before the tree the run started from."""
+    commit, "runs": [run commits, oldest first], "post hoc": bool, "after": the first run commit that makes it post
+    hoc, or None, "why": why (None where it is not)}}``. A run is late for a claim where the claim's definition was
+    not committed before the commit the run was made from (read without its ``-dirty`` mark), or, for a run that
+    records its protocol's hash (:mod:`dml_tutorial.protocol`), where that hash is not the one registered for its
+    chapter and profile in a commit before it (:data:`CHANGED_PROTOCOL`: a protocol changed after it was
+    registered, or never registered). A run made before run files recorded their protocol is judged by its
+    definition alone."""
     from .claims import CLAIMS
     from .tables import key
 
-    reg = registered(root)
+    reg, protocols = registered(root), registered_protocols(root)
     out = {}
     for chapter, listed in CLAIMS.items():
         for claim in listed:
@@ -119,15 +148,31 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
             by_profile = {}
             for run in sorted(runs, key=lambda r: r["date"]):
                 if run.get("chapter") == chapter and any(key(t) == claim.table.id for t in run["tables"]):
-                    made = by_profile.setdefault(run.get("profile"), [])
-                    if (c := run["commit"].removesuffix("-dirty")) not in made:
-                        made.append(c)
+                    made = by_profile.setdefault(run.get("profile"), {})
+                    made.setdefault(run["commit"].removesuffix("-dirty"), []).append(run.get("protocol"))
             for profile, made in by_profile.items():
-                before = [c for c in made if not is_ancestor(commit, c, Path(root))]
-                out[f"{chapter}/{profile}/{claim.text}"] = {"registered": commit, "runs": made,
-                                                           "post hoc": bool(before),
-                                                           "after": before[0] if before else None}
+                late = {c: _late(commit, c, hashes, protocols.get((chapter, profile)), Path(root))
+                        for c, hashes in made.items()}
+                after = next((c for c, why in late.items() if why), None)
+                out[f"{chapter}/{profile}/{claim.text}"] = {"registered": commit, "runs": list(made),
+                                                           "post hoc": after is not None, "after": after,
+                                                           "why": late[after] if after else None}
     return out
+
+
+def _late(definition: str, run: str, hashes: list, registered_protocol: tuple | None, root: Path) -> str | None:
+    """Why runs made from commit ``run`` (recording the protocol ``hashes``) are late for a claim whose definition
+    was committed in ``definition``, under the chapter's ``registered_protocol`` ``(hash, commit)``; ``None`` where
+    they are not."""
+    if not is_ancestor(definition, run, root):
+        return LATE_DEFINITION
+    recorded = [h for h in hashes if h is not None]
+    if not recorded:
+        return None
+    if registered_protocol is None or not is_ancestor(registered_protocol[1], run, root) or \
+            any(h != registered_protocol[0] for h in recorded):
+        return CHANGED_PROTOCOL
+    return None
 
 
 def history(root: Path = REPOSITORY) -> dict:
@@ -188,6 +233,56 @@ def annotate(frame, chapter: str, profile: str | None, registration: dict | None
                                       for claim, word in zip(frame["claim"], frame["verdict"])])
 
 
+def retire(entry: dict, path: Path | None = None) -> Path:
+    """Append ``entry`` (:data:`RETIRED`'s form, its ``why`` said) to the retired list ``path`` (default the
+    course's :data:`RETIRED`); returns its path."""
+    if not str(entry.get("why", "")).strip() or entry.get("kind") not in ("runs", "claim"):
+        raise ValueError(f"a retired entry is of kind 'runs' or 'claim' and says why, got {entry}")
+    path = REPOSITORY / RETIRED if path is None else Path(path)
+    with path.open("a") as f:
+        f.write(json.dumps(entry, ensure_ascii=False) + "\n")
+    return path
+
+
+def retired(root: Path = REPOSITORY) -> list[dict]:
+    """The entries of :data:`RETIRED`, oldest first (none where there is no file)."""
+    path = Path(root) / RETIRED
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+
+
+def _retired_lines(entries: list[dict]) -> list[str]:
+    """The registry page's section of what was replaced or removed, and why."""
+    if not entries:
+        return []
+    lines = ["## Replaced runs and removed claims", "", "| when | what | why |", "|---|---|---|"]
+    for e in entries:
+        what = (f"{e['chapter']} / {e['profile']}: {len(e['runs'])} run files made from "
+                f"{', '.join(sorted({c[:7] for _, c in e['runs']}))}" if e["kind"] == "runs"
+                else f"{e['chapter']}: the claim *{e['claim']}*")
+        lines.append(f"| {e.get('date', '')} | {what} | {e['why']} |")
+    return lines + [""]
+
+
+def _protocol_lines(root: Path) -> list[str]:
+    """The registry page's list of the registered protocols (:mod:`dml_tutorial.protocol`)."""
+    from .protocol import PROTOCOLS
+
+    try:
+        found = registered_protocols(root)
+    except (RuntimeError, OSError, subprocess.CalledProcessError):  # no git clone here (an installed wheel)
+        found = {}
+    if not found:
+        return [f"No protocol is registered in this copy ({PROTOCOLS} under git).", ""]
+    lines = ["## Protocols", "", ("Each chapter's protocol on a test bed that decides words (its settings, every "
+             "run of its grid with each loss parameter, its seeds, its family of claims and the decision rule: "
+             "`dml_tutorial/protocol.py`), by hash. A run file records the hash it ran under; a run whose hash is "
+             "not the one registered before it makes its cells post hoc."), "",
+             "| chapter | profile | protocol | registered |", "|---|---|---|---|"]
+    lines += [f"| {chapter} | {profile} | `{sha[:12]}` | {commit[:7]} |"
+              for (chapter, profile), (sha, commit) in found.items()]
+    return lines + [""]
+
+
 def page(registration: dict) -> str:
     """The claims registry as a page: per chapter, each claim with its smallest effect, the commits that added or
     changed its definition, and each scale's runs, as registered or post hoc."""
@@ -210,10 +305,12 @@ def page(registration: dict) -> str:
         for claim in listed:
             events = "; ".join(f"{what} {c} ({d})" for c, d, what in history.get(f"{chapter}/{claim.text}", []))
             made = [f"{profile}: " + ", ".join(c[:7] for c in e["runs"]) +
-                    (f" (post hoc after {e['after'][:7]})" if e["post hoc"] else " (registered before)")
+                    (f" (post hoc after {e['after'][:7]}: {e.get('why') or LATE_DEFINITION})" if e["post hoc"]
+                     else " (registered before)")
                     for key, e in runs.items() for c_, profile, text in [key.split("/", 2)]
                     if c_ == chapter and text == claim.text]
             lines.append(f"| {label_tex(claim.text)} | {claim.smallest_effect:g} | {events or 'not committed yet'} | "
                          f"{'; '.join(made) or 'none yet'} |")
         lines.append("")
+    lines += _protocol_lines(REPOSITORY) + _retired_lines(retired(REPOSITORY))
     return "\n".join(lines).rstrip() + "\n"

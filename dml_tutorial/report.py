@@ -180,20 +180,30 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
     """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
     (device, package version, the ``commit`` it started from, default the current one; date), every table the
     notebook recorded into ``recorded``, what the run chose for itself (``choices``: a searched rate, a cluster head;
-    beside the ``settings``, never in them) and the files of the figures it recorded (``figures``, relative to the
-    run file's folder)."""
+    beside the ``settings``, never in them), the pretrained start it loaded (:func:`start_of`), the hash of its
+    protocol (:func:`protocol_of`) and the files of the figures it recorded (``figures``, relative to the run
+    file's folder)."""
     tables = [json.loads(line) for line in Path(recorded).read_text().splitlines() if line.strip()] \
         if Path(recorded).exists() else []
     first = tables[0] if tables else {"settings": {}, "seeds": [], "device": None}
     return {"chapter": chapter, "parameters": parameters, "profile": first["settings"].get("profile"),
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
             "device": first["device"], **start_of(first["settings"], sorted({s for t in tables for s in t["seeds"]})),
+            **protocol_of(chapter, first["settings"].get("profile")),
             **({"choices": choices} if (choices := {k: v for t in tables for k, v in t.get("choices", {}).items()})
                else {}),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "id", "seeds", "measured", "paper") if k in t} for t in tables],
             **({"figures": figures} if figures else {})}
+
+
+def protocol_of(chapter: str, profile: str | None) -> dict:
+    """``{"protocol": hash}``: the hash of the protocol the run was made under (:mod:`dml_tutorial.protocol`), where
+    its profile is one whose protocols are registered; ``{}`` elsewhere."""
+    from . import protocol
+
+    return {"protocol": protocol.sha256(chapter, profile)} if profile in protocol.REGISTERED else {}
 
 
 def start_of(settings: dict, seeds=()) -> dict:

@@ -229,14 +229,21 @@ def test_land_moves_a_whole_grid_into_the_results_replacing_the_profiles_runs(fo
     assert sorted(p.name for p in pending.iterdir()) == ["smoke_seed-0.figures", "smoke_seed-0.json",
                                                          "smoke_seed-1.figures", "smoke_seed-1.json"]  # untouched
     grid.write_text("chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1]\n")
-    assert cli.main(land) == 0
+    with pytest.raises(SystemExit):  # it replaces runs: it must say why
+        cli.main(land)
+    assert "say why with --why" in capsys.readouterr().err and not (repo / "retired.jsonl").exists()
+    assert cli.main([*land, "--why", "issue #86: the best-shot protocol"]) == 0
     assert "replacing 2 of profile smoke (smoke_seed-0, smoke_seed-7)" in capsys.readouterr().out
+    retired = [json.loads(line) for line in (repo / "retired.jsonl").read_text().splitlines()]
+    assert retired == [{"kind": "runs", "chapter": "toy", "profile": "smoke", "date": retired[0]["date"],
+                        "runs": [["smoke_seed-0", head], ["smoke_seed-7", head]],
+                        "why": "issue #86: the best-shot protocol"}]
     assert sorted(p.name for p in results.glob("*.json")) == ["fashion_seed-0.json", "smoke_seed-0.json",
                                                               "smoke_seed-1.json"]
     assert json.loads((results / "smoke_seed-1.json").read_text())["settings"]["threads"] == 3  # the pending one
     assert not (results / "smoke_seed-7.figures").exists() and not any(pending.iterdir())
     assert _git_lines(repo, "rev-parse", "HEAD")[0] == landed_commit  # staged, not committed
-    moved = _git_lines(repo, "status", "--porcelain", "--", "results", "pending")
+    moved = _git_lines(repo, "status", "--porcelain", "--", "results", "pending", "retired.jsonl")
     assert moved and all(line[0] not in " ?" and line[1] == " " for line in moved)  # every change staged
     staged = _git_lines(repo, "diff", "--cached", "--name-status", "-M")
     assert "D\tresults/toy/smoke_seed-7.json" in staged and any(

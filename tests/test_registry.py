@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 from helpers import ROOT, verdict_cells
 
-from dml_tutorial import claims, plots, registry, report
+from dml_tutorial import claims, plots, protocol, registry, report
 
 
 def test_the_committed_registry_is_the_claims_code():
@@ -65,8 +65,9 @@ def test_a_claim_defined_after_its_run_is_post_hoc_and_one_defined_before_is_not
     runs = [_run(r["ran"] + "-dirty", r["a"].table)]  # a dirty tree still started from the commit it names
     status = registry.status(runs, r["root"])
     before, after = (status[f"dcdl/glyphs/{c.text}"] for c in (r["a"], r["b"]))
-    assert before == {"registered": r["first"], "runs": [r["ran"]], "post hoc": False, "after": None}
-    assert after == {"registered": r["second"], "runs": [r["ran"]], "post hoc": True, "after": r["ran"]}
+    assert before == {"registered": r["first"], "runs": [r["ran"]], "post hoc": False, "after": None, "why": None}
+    assert after == {"registered": r["second"], "runs": [r["ran"]], "post hoc": True, "after": r["ran"],
+                     "why": registry.LATE_DEFINITION}
     assert registry.is_ancestor(r["first"], r["ran"], r["root"]) and not registry.is_ancestor(
         r["second"], r["ran"], r["root"])
     later = registry.status(runs + [_run(r["second"], r["a"].table, "2026-11-27T00:00:00+00:00")], r["root"])
@@ -78,10 +79,67 @@ def test_changing_a_definition_registers_it_anew(repository):
     changed = r["commit"]("\n".join(r["lines"]) + "\n", "A's smallest effect changed")
     status = registry.status([_run(r["ran"], r["a"].table)], r["root"])
     assert status[f"dcdl/glyphs/{r['a'].text}"] == {"registered": changed, "runs": [r["ran"]], "post hoc": True,
-                                                    "after": r["ran"]}
+                                                    "after": r["ran"], "why": registry.LATE_DEFINITION}
     history = registry.history(r["root"])
     assert [what for _, _, what in history[("dcdl", r["a"].text)]] == ["added", "changed"]
     assert [c for c, _, _ in history[("dcdl", r["b"].text)]] == [r["second"][:7]]
+
+
+def test_the_committed_protocols_are_the_codes_and_a_run_records_its_own():
+    """data/protocols.jsonl holds each chapter's test bed II protocol hash as the code computes it now, and a run
+    file of that profile records the same hash (one of another profile records none)."""
+    committed = (ROOT / protocol.PROTOCOLS).read_text().splitlines()
+    assert committed == protocol.lines(), f"{protocol.PROTOCOLS} is stale: run `dml-tutorial report` and commit it"
+    assert {json.loads(line)["chapter"] for line in committed} == set(claims.CLAIMS)
+    assert report.protocol_of("cbswr", "glyphs2") == {"protocol": json.loads(committed[1])["sha256"]}
+    assert report.protocol_of("cbswr", "smoke") == {}
+
+
+def test_a_protocol_hash_moves_with_what_decides_the_words(monkeypatch):
+    """The hash changes with a setting of the profile, a loss parameter of a grid's run, the family of claims and
+    the seeds; not with how a run uses its machine."""
+    from dml_tutorial import profiles
+
+    base = protocol.sha256("cbswr", "glyphs2")
+    settings = profiles.settings
+
+    def changed(**change):
+        return lambda chapter, profile, **kw: settings(chapter, profile, **kw).replace(**change)
+
+    for change, moves in (({"tau": 0.2}, True), ({"ks": (16,)}, True), ({"threads": 1}, False)):
+        monkeypatch.setattr(profiles, "settings", changed(**change))
+        assert (protocol.sha256("cbswr", "glyphs2") != base) == moves, change
+    monkeypatch.setattr(profiles, "settings", settings)
+    monkeypatch.setitem(claims.CLAIMS, "cbswr", claims.CLAIMS["cbswr"][:1])  # a claim dropped from the family
+    assert protocol.sha256("cbswr", "glyphs2") != base
+    monkeypatch.setitem(claims.CLAIMS, "cbswr", claims.CLAIMS["cbswr"])
+    monkeypatch.setattr(protocol, "seeds", lambda chapter, profile, root=None: [0, 1, 2])
+    assert protocol.sha256("cbswr", "glyphs2") != base
+
+
+def test_a_run_under_another_protocol_than_the_registered_one_is_post_hoc(repository):
+    """Issue #86: the definition registered before the run is not enough where the run records its protocol: the
+    hash it ran under must be the one registered for its chapter and profile in a commit before it."""
+    r = repository
+    root = r["root"]
+    (root / protocol.PROTOCOLS).write_text(json.dumps({"chapter": "dcdl", "profile": "glyphs", "sha256": "aaa"}) + "\n")
+    _git(root, "add", "-A")
+    _git(root, "commit", "-q", "-m", "register the protocol")
+    registered = _git(root, "rev-parse", "HEAD")
+    assert registry.registered_protocols(root) == {("dcdl", "glyphs"): ("aaa", registered)}
+
+    def cell(*runs):
+        return registry.status(list(runs), root)[f"dcdl/glyphs/{r['a'].text}"]
+
+    def run(commit, sha, date="2026-11-27T00:00:00+00:00"):
+        return {**_run(commit, r["a"].table, date), "protocol": sha}
+
+    assert cell(run(registered, "aaa"))["post hoc"] is False
+    assert cell(run(registered, "bbb"))["why"] == registry.CHANGED_PROTOCOL  # changed after registration
+    assert cell(run(r["ran"], "aaa"))["why"] == registry.CHANGED_PROTOCOL  # made before the protocol was registered
+    assert cell(_run(r["ran"], r["a"].table))["post hoc"] is False  # made before runs recorded a protocol
+    late = cell(run(registered, "aaa"), run(registered + "-dirty", "ccc", "2026-11-28T00:00:00+00:00"))
+    assert late["post hoc"] and late["after"] == registered and late["runs"] == [registered]
 
 
 def test_an_uncommitted_registry_registers_nothing(repository):
@@ -123,3 +181,26 @@ def test_the_verdict_table_marks_each_word_as_the_stored_status_says():
         assert not entry["post hoc"] or f"post hoc after {entry['after'][:7]} (" in cell
         checked += 1
     assert checked > 0
+
+
+def test_every_removed_claim_says_why_and_the_page_lists_what_was_retired(tmp_path, monkeypatch):
+    """A claim taken out of the registry leaves a line in data/retired.jsonl saying why (issue #86: a dropped claim
+    shrank its family and flipped another's word, unflagged); the registry page lists the retired entries and the
+    registered protocols."""
+    now = {(chapter, c.text) for chapter, cs in claims.CLAIMS.items() for c in cs}
+    removed = {key for key, events in registry.history(ROOT).items() if key not in now}
+    said = {(e["chapter"], e["claim"]) for e in registry.retired(ROOT) if e["kind"] == "claim"}
+    assert removed <= said, f"removed from the registry without a reason in {registry.RETIRED}: {removed - said}"
+    path = tmp_path / "retired.jsonl"
+    registry.retire({"kind": "claim", "chapter": "ecaml", "claim": "EC helps", "date": "2026-12-05",
+                     "why": "no such row on test bed II"}, path)
+    registry.retire({"kind": "runs", "chapter": "cbswr", "profile": "glyphs2", "runs": [["glyphs2_seed-0", "a" * 40]],
+                     "date": "2026-12-05", "why": "re-run under the best-shot protocol"}, path)
+    with pytest.raises(ValueError, match="says why"):
+        registry.retire({"kind": "claim", "chapter": "ecaml", "claim": "EC helps", "why": " "}, path)
+    monkeypatch.setattr(registry, "RETIRED", path.relative_to(tmp_path))
+    monkeypatch.setattr(registry, "REPOSITORY", tmp_path)
+    text = registry.page({"runs": {}, "history": {}})
+    assert "| 2026-12-05 | ecaml: the claim *EC helps* | no such row on test bed II |" in text
+    assert "| 2026-12-05 | cbswr / glyphs2: 1 run files made from aaaaaaa | re-run under the best-shot protocol |" in text
+    assert "No protocol is registered in this copy" in text  # tmp_path is no git clone

@@ -1,0 +1,90 @@
+"""A chapter's protocol on a test bed, as data and one hash, registered before the runs it decides (issue #86: the
+registry saw each claim's definition, not how its runs were made, and five protocol changes after seen results went
+unflagged).
+
+The protocol of a chapter at a profile is everything that decides its words, other than the numbers:
+
+- ``settings``: the profile's settings (:func:`dml_tutorial.profiles.settings`), less how a run uses its machine
+  (threads, loader workers: :data:`MACHINE`);
+- ``grid``: every run of the chapter's declared grid (:data:`dml_tutorial.plan.SPECS`) over the sweep's seeds, each
+  as :meth:`~dml_tutorial.spec.RunSpec.data` (its method with every loss parameter, settings less
+  :data:`MACHINE`, data, seed);
+- ``seeds``: the seeds of the profile's sweep (``data/sweeps/<chapter>-<profile>.yaml``);
+- ``claims``: the chapter's claims as the registry defines them (:func:`dml_tutorial.registry.definition`), the
+  whole family, since a claim added or dropped changes every other's adjusted interval;
+- ``rule``: the decision rule (:mod:`dml_tutorial.evidence`: its words, the 95% level, Bonferroni over the family,
+  the fewest seeds that decide).
+
+One protocol a chapter, not one a claim: the claims of a chapter share their family, so a change to any of them is
+a change to all. ``dml-tutorial report`` writes each registered protocol's hash to :data:`PROTOCOLS` (tested equal
+to the code, as the claims' registry is); each run file records the hash it ran under (:func:`sha256`), and a cell
+whose runs ran under another protocol than the one registered before them is post hoc
+(:func:`dml_tutorial.registry.status`).
+
+    protocol.sha256("cbswr", "glyphs2")  # '3f0c...'
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from .chapters import REPOSITORY
+from .spec import fingerprint
+
+#: The registered protocols (one JSON line per chapter and profile), relative to the repository.
+PROTOCOLS = Path("data") / "protocols.jsonl"
+#: The profiles whose protocols are registered: those that decide words now.
+REGISTERED = ("glyphs2",)
+#: How a run uses its machine, not what it computes.
+MACHINE = ("threads", "workers")
+
+
+def seeds(chapter: str, profile: str, root: Path = REPOSITORY) -> list | None:
+    """The seeds of the profile's sweep file (``data/sweeps/<chapter>-<profile>.yaml``), ``None`` where there is
+    none (an installed wheel, or a profile run without a sweep)."""
+    from .cli import load_grid
+
+    path = Path(root) / "data" / "sweeps" / f"{chapter}-{profile}.yaml"
+    return list(load_grid(path)["grid"].get("SEED", [])) if path.exists() else None
+
+
+def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
+    """The protocol of ``chapter`` at ``profile`` as data (the module docstring's five parts)."""
+    from . import evidence, plan, profiles, registry
+    from .claims import CLAIMS
+
+    cfg = profiles.settings(chapter, profile)
+    ran = seeds(chapter, profile, root)
+    grid = plan.SPECS[chapter](cfg, ran if ran is not None else range(cfg.n_seeds)) if chapter in plan.SPECS else []
+    return {"settings": _what(cfg.to_dict()),
+            "grid": [{**data, "settings": _what(data["settings"])} for data in (spec.data() for spec in grid)],
+            "seeds": ran,
+            "claims": [registry.definition(chapter, c) for c in CLAIMS.get(chapter, [])],
+            "rule": {"words": list(evidence.WORDS), "confidence": 0.95, "adjustment": "Bonferroni over the chapter",
+                     "min_seeds": evidence.MIN_SEEDS}}
+
+
+def _what(settings: dict) -> dict:
+    """``settings`` without how a run uses its machine (:data:`MACHINE`)."""
+    return {k: v for k, v in settings.items() if k not in MACHINE}
+
+
+def sha256(chapter: str, profile: str, root: Path = REPOSITORY) -> str:
+    """The hash of :func:`of`: what a run file records and the registry compares."""
+    return fingerprint(of(chapter, profile, root))
+
+
+def lines(root: Path = REPOSITORY) -> list[str]:
+    """The lines of :data:`PROTOCOLS`: each chapter with claims at each profile of :data:`REGISTERED`."""
+    from .claims import CLAIMS
+
+    return [json.dumps({"chapter": chapter, "profile": profile, "sha256": sha256(chapter, profile, root)})
+            for chapter in CLAIMS for profile in REGISTERED]
+
+
+def write(root: Path = REPOSITORY) -> Path:
+    """Write :data:`PROTOCOLS` from the code; returns its path."""
+    path = Path(root) / PROTOCOLS
+    path.write_text("\n".join(lines(root)) + "\n")
+    return path
