@@ -30,10 +30,9 @@ import json
 from pathlib import Path
 
 from .chapters import REPOSITORY
+from .registry import PROTOCOLS, definition
 from .spec import fingerprint
 
-#: The registered protocols (one JSON line per chapter and profile), relative to the repository.
-PROTOCOLS = Path("data") / "protocols.jsonl"
 #: The profiles whose protocols are registered: those that decide words now.
 REGISTERED = ("glyphs2",)
 #: How a run uses its machine, not what it computes.
@@ -43,15 +42,15 @@ MACHINE = ("threads", "workers")
 def seeds(chapter: str, profile: str, root: Path = REPOSITORY) -> list | None:
     """The seeds of the profile's sweep file (``data/sweeps/<chapter>-<profile>.yaml``), ``None`` where there is
     none (an installed wheel, or a profile run without a sweep)."""
-    from .cli import load_grid
+    import yaml  # the sweep file as `dml-tutorial sweep` reads it (cli.load_grid, which checks it)
 
     path = Path(root) / "data" / "sweeps" / f"{chapter}-{profile}.yaml"
-    return list(load_grid(path)["grid"].get("SEED", [])) if path.exists() else None
+    return list(yaml.safe_load(path.read_text())["grid"].get("SEED", [])) if path.exists() else None
 
 
 def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
     """The protocol of ``chapter`` at ``profile`` as data (the module docstring's five parts)."""
-    from . import evidence, plan, profiles, registry
+    from . import evidence, plan, profiles
     from .claims import CLAIMS
 
     cfg = profiles.settings(chapter, profile)
@@ -60,7 +59,7 @@ def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
     return {"settings": _what(cfg.to_dict()),
             "grid": [{**data, "settings": _what(data["settings"])} for data in (spec.data() for spec in grid)],
             "seeds": ran,
-            "claims": [registry.definition(chapter, c) for c in CLAIMS.get(chapter, [])],
+            "claims": [definition(chapter, c) for c in CLAIMS.get(chapter, [])],
             "rule": {"words": list(evidence.WORDS), "confidence": 0.95, "adjustment": "Bonferroni over the chapter",
                      "min_seeds": evidence.MIN_SEEDS}}
 

@@ -30,6 +30,8 @@ from .chapters import REPOSITORY
 #: The registry (one JSON line per claim) and the stored status, relative to the repository.
 REGISTRY = Path("data") / "claims.jsonl"
 STATUS = Path("data") / "results" / "registration.json"
+#: The registered protocols (:mod:`dml_tutorial.protocol`: one JSON line per chapter and profile).
+PROTOCOLS = Path("data") / "protocols.jsonl"
 #: What was taken out of the evidence, and why (one JSON line each, never edited): run files a re-run replaced
 #: (``dml-tutorial land --why``: ``{"kind": "runs", "chapter", "profile", "runs": [[file, commit]], "date",
 #: "why"}``) and claims removed from the registry (``{"kind": "claim", "chapter", "claim", "date", "why"}``). The
@@ -107,9 +109,7 @@ def _blame(root: Path, path: Path) -> list[tuple[dict, str, int | None]]:
 
 def registered_protocols(root: Path = REPOSITORY) -> dict:
     """``{(chapter, profile): (protocol hash, commit)}`` from ``git blame`` of the registered protocols
-    (:data:`dml_tutorial.protocol.PROTOCOLS`); empty where none was ever committed."""
-    from .protocol import PROTOCOLS
-
+    (:data:`PROTOCOLS`); empty where none was ever committed."""
     if not _git(Path(root), "ls-files", "--", str(PROTOCOLS)).stdout.strip():
         return {}
     return {(e["chapter"], e["profile"]): (e["sha256"], c) for e, c, _ in _blame(Path(root), PROTOCOLS)}
@@ -265,8 +265,6 @@ def _retired_lines(entries: list[dict]) -> list[str]:
 
 def _protocol_lines(root: Path) -> list[str]:
     """The registry page's list of the registered protocols (:mod:`dml_tutorial.protocol`)."""
-    from .protocol import PROTOCOLS
-
     try:
         found = registered_protocols(root)
     except (RuntimeError, OSError, subprocess.CalledProcessError):  # no git clone here (an installed wheel)
@@ -305,8 +303,8 @@ def page(registration: dict) -> str:
         for claim in listed:
             events = "; ".join(f"{what} {c} ({d})" for c, d, what in history.get(f"{chapter}/{claim.text}", []))
             made = [f"{profile}: " + ", ".join(c[:7] for c in e["runs"]) +
-                    (f" (post hoc after {e['after'][:7]}: {e.get('why') or LATE_DEFINITION})" if e["post hoc"]
-                     else " (registered before)")
+                    (f" (post hoc after {e['after'][:7]}" + (f": {e['why']})" if e.get("why") == CHANGED_PROTOCOL
+                                                              else ")") if e["post hoc"] else " (registered before)")
                     for key, e in runs.items() for c_, profile, text in [key.split("/", 2)]
                     if c_ == chapter and text == claim.text]
             lines.append(f"| {label_tex(claim.text)} | {claim.smallest_effect:g} | {events or 'not committed yet'} | "
