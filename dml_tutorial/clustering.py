@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import metrics, models, train
+from . import metrics, models, search, train
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape
 from .experiment import Run
@@ -386,13 +386,17 @@ METHODS = ("SME", *VARIANTS)
 def make_objective(method: str, model: nn.Module, in_shape, cfg: dict) -> nn.Module:
     """``SME`` or a :data:`VARIANTS` entry (``only L_rim``, ``CBS``, ``CBSwR``) around ``model``, with ``cfg``'s
     ``k`` (clusters), ``dim``, ``tau``, ``detach_centroids``, ``code_variant``, ``head``, ``head_tau`` and
-    ``pull`` (see :class:`CBSwR`); SME's ``self_similarity`` (:func:`sme_loss`; default False, as released)."""
+    ``pull`` (see :class:`CBSwR`), CBSwR's ``gamma`` where set (its reconstruction weight; ``None``: the paper's);
+    SME's ``self_similarity`` (:func:`sme_loss`; default False, as released)."""
     if method == "SME":
         return SME(model, cfg.get("tau", TAU), cfg.get("self_similarity", False))
     if method not in VARIANTS:
         raise ValueError(f"unknown method {method!r}; choose one of {', '.join(METHODS)}")
+    weights = VARIANTS[method]
+    if method == "CBSwR" and cfg.get("gamma") is not None:  # a searched reconstruction weight
+        weights = (*weights[:2], cfg["gamma"])
     return CBSwR(model, model.embedding.in_features, cfg["dim"], k=cfg.get("k", K), image_shape=in_shape,
-                 weights=VARIANTS[method], tau=cfg.get("tau", TAU), detach_centroids=cfg.get("detach_centroids", False),
+                 weights=weights, tau=cfg.get("tau", TAU), detach_centroids=cfg.get("detach_centroids", False),
                  code_variant=cfg.get("code_variant", False), head=cfg.get("head", "linear"),
                  head_tau=cfg.get("head_tau", TAU), pull=cfg.get("pull", "both"))
 
@@ -444,6 +448,62 @@ RELEASED_ROWS = {"CBS, released head and pull": ("CBS", {"head": "released", "pu
                  "SME, with self-similarity": ("SME", {"self_similarity": True})}
 
 
+#: The table of each ablation arm's best-shot search (issue #86), and the knob each arm searches besides its rate
+#: and length: the temperature of eq. 6-7 for the arms with a metric loss (SME's too), the reconstruction weight
+#: for CBSwR, on top of CBS's chosen temperature (its gamma = 0, CBS itself, always a candidate); RIM alone has none.
+BEST_SHOT = "each arm's best shot"
+KNOBS = {"SME": "tau", "CBS": "tau", "CBSwR": "gamma", "only L_rim": None}
+
+
+def search_rule(cfg, method: str) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of ``method``'s rate, knob (:data:`KNOBS`) and length under the
+    profile ``cfg``: unseen R@1 of the validation split's held-out characters; ``None`` where the profile searches
+    nothing (no ``search_lrs``)."""
+    if not cfg.search_lrs:
+        return None
+    knob = {"tau": lambda: search.Axis("tau", cfg.tau_ladder, (cfg.tau,)),
+            "gamma": lambda: search.Axis("gamma", cfg.gamma_ladder, (GAMMA,), off=0.0)}.get(KNOBS[method])
+    return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths,
+                         knob() if knob else None, cfg.search_every)
+
+
+def best_shots(cfg, seed: int, run) -> dict:
+    """Each arm of the ablation (``cfg.methods``) at its best shot (:func:`dml_tutorial.search.best_shot` under
+    :func:`search_rule`), on ``seed``, each trial run by ``run`` (:func:`run_spec`, through a grid's cache); CBSwR
+    searched at CBS's chosen temperature. Returns the run's choices, ``{"best shot": {method: Choice as data}}``
+    (``{}`` where the profile searches nothing), which :func:`grid` applies and the run file records."""
+    chosen = {}
+    for method in cfg.methods:  # CBS before CBSwR, whose temperature is CBS's
+        rule = search_rule(cfg, method)
+        if rule is None:
+            continue
+        tau = chosen.get("CBS", {}).get("values", {}).get("tau") if method == "CBSwR" else None
+        at = cfg.replace(tau=tau) if tau is not None else cfg
+        chosen[method] = search.best_shot(RunSpec(BEST_SHOT, method, method, at, seed=seed), rule, run).as_data()
+    return {"best shot": chosen} if chosen else {}
+
+
+def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+    """The trials :func:`best_shots` makes whatever the scores (:func:`dml_tutorial.search.starting_trials` of each
+    arm), for the plan; the walks' further trials are added once run (:func:`unplanned`)."""
+    return [trial for method in cfg.methods if (rule := search_rule(cfg, method))
+            for trial in search.starting_trials(RunSpec(BEST_SHOT, method, method, cfg, seed=seed), rule)]
+
+
+def unplanned(cfg, choices: dict) -> int:
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    return sum(search.unplanned(search.Choice(**data), search_rule(cfg, method))
+               for method, data in choices.get("best shot", {}).items())
+
+
+def _best(choices: dict, method: str) -> dict:
+    """The settings ``method``'s search chose (:func:`best_shots`), ``{}`` where none searched it."""
+    values = dict((choices or {}).get("best shot", {}).get(method, {}).get("values", {}))
+    if method == "CBSwR" and "CBS" in (choices or {}).get("best shot", {}):
+        values.setdefault("tau", choices["best shot"]["CBS"]["values"].get("tau"))
+    return {k: v for k, v in values.items() if v is not None}
+
+
 def head_search(cfg, seed: int) -> list[RunSpec]:
     """The cluster head's search: CBS with each head of ``cfg.head_candidates`` on the validation split (held-out
     seen classes), on ``seed`` (the first); none where the profile names no candidates (the head is then the
@@ -462,18 +522,20 @@ def choose_head(searched: dict) -> dict:
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
-    """Every training of the chapter after its search, under the run's ``choices`` (:func:`choose_head`): the
-    ablation of Tables 1-2 (each of ``cfg.methods``); CBS with each other head of ``cfg.heads`` and the released
-    code's rows (:data:`RELEASED_ROWS`), where the profile lists heads; CBSwR at each other K of ``cfg.ks`` (Table
-    4). Each on every seed. The notebook runs these, the plan counts and times them, the cache keys on them."""
-    chosen = cfg.replace(**(choices or {}))
+    """Every training of the chapter after its searches, under the run's ``choices`` (:func:`choose_head`'s head,
+    :func:`best_shots`' settings of each arm): the ablation of Tables 1-2 (each of ``cfg.methods`` at its own best
+    shot); CBS with each other head of ``cfg.heads`` and the released code's rows (:data:`RELEASED_ROWS`), where
+    the profile lists heads, each at its method's best shot; CBSwR at each other K of ``cfg.ks`` (Table 4), at
+    CBSwR's. Each on every seed. The notebook runs these, the plan counts and times them, the cache keys on them."""
+    choices = choices or {}
+    chosen = cfg.replace(**{k: v for k, v in choices.items() if k != "best shot"})
     rows = [(ABLATION, m, m, {}) for m in cfg.methods]
     others = [h for h in cfg.heads if h != chosen.head]  # the ablation's head has its row there
     if others:
         rows += [(HEAD_ROWS, f"CBS, {h} head", "CBS", {"head": h}) for h in others]
         rows += [(HEAD_ROWS, row, method, changes) for row, (method, changes) in RELEASED_ROWS.items()]
     rows += [(CLUSTERS, f"K = {k}", "CBSwR", {"k": k}) for k in cfg.ks]
-    return [RunSpec(table, row, method, chosen.replace(**changes), seed=s)
+    return [RunSpec(table, row, method, chosen.replace(**_best(choices, method), **changes), seed=s)
             for table, row, method, changes in rows for s in seeds]
 
 
@@ -486,9 +548,23 @@ def run_spec(splits: dict, device="auto"):
 
 def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto") -> Run:
     """:func:`run_spec`'s runner; the ablation's runs keep their trained objective (``Run.state``) for the
-    chapter's pictures; with a grid's cache, a run in progress is kept at ``checkpoint`` and resumes there."""
-    return train_and_retrieve(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device,
-                              progress=progress, keep_objective=spec.table == ABLATION, checkpoint=checkpoint)
+    chapter's pictures; with a grid's cache, a run in progress is kept at ``checkpoint`` and resumes there; a
+    search's trial (``options["curve"]``, R@1) records the R@1 of its split's test side at every checkpoint."""
+    data = splits[spec.split]
+    curve = spec.options.get("curve")
+    if curve not in (None, "R@1"):
+        raise ValueError(f"CBSwR's trials record R@1 at their checkpoints, not {curve!r}")
+    evaluate = _recall_at_1(data.test, spec.settings, spec.seed, device) if curve else None
+    return train_and_retrieve(data, spec.method, spec.settings, seed=spec.seed, device=device, progress=progress,
+                              keep_objective=spec.table == ABLATION, checkpoint=checkpoint, evaluate=evaluate)
+
+
+def _recall_at_1(test, cfg, seed: int, device):
+    """``evaluate(model) -> {"R@1": ...}`` on ``test``'s embeddings: a search trial's checkpoint."""
+    def evaluate(model):
+        z = train.embed(model, test, num_workers=cfg.get("workers", 0))
+        return {"R@1": metrics.recall_at_k(z, test.labels, (1,), device=train.resolve_device(device))[1]}
+    return evaluate
 
 
 @torch.no_grad()

@@ -410,6 +410,12 @@ def run_grid(specs, run, description: str = "runs", cache=None, progress: bool |
     return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
 
 
+def run_one(spec, run, cache=None, progress: bool | None = False) -> Run:
+    """One :class:`~dml_tutorial.spec.RunSpec` through :func:`run_grid` (its cache, its resumable checkpoint, its
+    count in the plan's check): a search's trial (:func:`dml_tutorial.search.best_shot`)."""
+    return run_grid([spec], run, spec.row, cache=cache, progress=progress)[spec.key][0]
+
+
 def _call(run, kwargs, seed, **extra):
     return run(**kwargs, **extra, seed=seed)
 

@@ -168,10 +168,10 @@ def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the va
         else []
 
 
-def _cbswr(cfg, n_train):  # the chapter's declared grid: the head's search, then everything after it
+def _cbswr(cfg, n_train):  # the chapter's declared grid: the searches' first trials, then everything after them
     stand_in = {"head": cfg.head_candidates[0]} if cfg.head_candidates else None  # any choice: as many rows
-    specs = clustering.head_search(cfg, 0) + clustering.grid(cfg, range(cfg.n_seeds), stand_in)
-    return from_specs(specs, cfg, n_train)
+    specs = clustering.head_search(cfg, 0) + clustering.best_shot_trials(cfg, 0)
+    return from_specs(specs + clustering.grid(cfg, range(cfg.n_seeds), stand_in), cfg, n_train)
 
 
 def from_specs(specs, cfg, n_train: int, timing=None) -> list[Trainings]:
@@ -521,11 +521,13 @@ class Plan:
         return "\n".join(lines)
 
     def add(self, section: str, runs: int, like: str) -> None:
-        """Count ``runs`` more trainings like those of section ``like`` (its steps, batch and probe): trainings the
+        """Count ``runs`` more trainings like those of section ``like`` (its steps, batch and probe; or the first
+        section of the table ``like``, where the table has several): trainings the
         chapter could not count in advance (a search that walks until its best is flanked:
         :func:`dml_tutorial.bench.unplanned`, :func:`dml_tutorial.ladder.walk`), added once known, before
         :meth:`check`."""
-        base = next((t for t in self.trainings if t.section == like), None)
+        base = next((t for t in self.trainings if t.section == like), None) or next(
+            (t for t in self.trainings if t.section.startswith(f"{like} (")), None)  # a table of several sections
         if base is None:
             raise ValueError(f"the plan has no section {like!r}: {', '.join(t.section for t in self.trainings)}")
         if runs < 0:

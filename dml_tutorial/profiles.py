@@ -61,8 +61,10 @@ GLYPHS2 = {"dataset": "glyphs", "model": "glyphnet", "dim": 64, "n_seeds": 1, "t
 _FACES_AND_START = {"dataset_options": "each seed draws its 3 unseen faces (vary_faces)",
                     "start": "each seed its own pretrained start, made without its unseen faces"}
 CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test faces (vary_faces)"},
-                      **{chapter: _FACES_AND_START for chapter in ("cbswr", "eps", "ecaml", "noise_guarantees",
-                                                                   "bench")}}
+                      **{chapter: _FACES_AND_START for chapter in ("eps", "ecaml", "noise_guarantees", "bench")},
+                      "cbswr": {**_FACES_AND_START, **{k: "each arm's best shot (clustering.best_shots)"
+                                                       for k in ("search_lrs", "search_lr_start", "search_lengths",
+                                                                 "search_every", "tau_ladder", "gamma_ladder")}}}
 #: The GPU profiles: the papers' backbones at 224 px on images decoded once (data.decode_splits), in mixed
 #: precision with channels_last (1.3-1.9x on an H100 at 224 px; benchmarks/bench_train_step.py), torch's threads.
 GPU = {"threads": None, "image_size": 224, "decode_once": True, "data_on_device": True, "amp": True,
@@ -76,6 +78,12 @@ T4_ESTIMATE = {"slower_than_h100": 9, "training_minutes": 30}
 #: ladder and these rates until the best is flanked (bench.search), and a length up to 3x the epochs.
 BENCH_SEARCH = {"method_lrs": (1e-3, 3e-3), "lr_ladder": (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
                 "walk_knobs": True, "length_factor": 3, "length_checkpoints": 6}
+#: CBSwR's one search on test bed II (clustering.search_rule, issue #86): SGD's rate from 1e-3 and 3e-3 (the bench
+#: chose SME's at 1e-2 on test bed II's validation characters, CBSwR's at 1e-4 to 3e-4), tau from the paper's 0.1,
+#: gamma from its 0.01, 4 epochs (the chapter's until 2026-12-05), then 8 and 16 while the curve still rises.
+CBSWR_SEARCH = {"search_lrs": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2), "search_lr_start": (1e-3, 3e-3),
+                "search_lengths": (4, 8, 16), "search_every": 2, "tau_ladder": (0.025, 0.05, 0.1, 0.2, 0.4),
+                "gamma_ladder": (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)}
 #: EPS's knobs searched per arm on test bed II (eps.choose_settings; data/sweeps/eps-glyphs2.yaml says why these).
 EPS_KNOBS = {"triplet": {"margin": (0.05, 0.1, 0.2, 0.4, 0.8)}, "margin": {"beta": (0.6, 0.8, 1.2)},
              "ms": {"lam": (0.25, 0.5, 0.75, 1.0)}}
@@ -172,10 +180,12 @@ _PROFILES = {
         "glyphs": (GLYPHS, dict(epochs=3, max_shift=2, held_out=200,
                                 head_candidates=("linear", "released", "cosine"),
                                 heads=("linear", "released", "cosine", "oracle"), compare_with="CUB")),
-        # 4 epochs of the 16,000 training images (1,000 steps), the head chosen on 200 held-out seen characters
+        # the head chosen on 200 held-out seen characters; then each arm's rate, knob (SME's and CBS's tau, CBSwR's
+        # gamma: clustering.KNOBS) and length on them (issue #86), from 4 epochs of the training images on
         "glyphs2": (GLYPHS2, dict(epochs=4, max_shift=2, ks=(16, 48, 64), held_out=200,
                                   head_candidates=("linear", "released", "cosine"),
-                                  heads=("linear", "released", "cosine", "oracle"), compare_with="CUB")),
+                                  heads=("linear", "released", "cosine", "oracle"), compare_with="CUB",
+                                  **CBSWR_SEARCH)),
         # CUB and GoogLeNet, the four rows of the ablation, 8 epochs (the paper: 20); the decoded images on the GPU
         # (issue #88: the views were made on Colab's two CPUs, 275 ms a step against the probe's 57.5), in float32
         # (the objectives' mixed precision is untested on a GPU)

@@ -107,29 +107,25 @@ class Choice:
 
 def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None = None) -> Choice:
     """The search of ``rule`` for one row, ``spec`` (a grid's run, whose seed and settings the trials keep), each
-    trial run by ``run(trial) -> Run`` (the chapter's runner, :func:`dml_tutorial.experiment.run_grid`'s) with
+    trial (the spec on ``rule.split`` at its values, its column ``(lr, knob, epochs)``) run by ``run(trial) ->
+    Run`` (the chapter's runner, through :func:`dml_tutorial.experiment.run_one` for its cache) with
     ``rule.metric`` in its history every ``rule.every`` epochs. ``vary(spec, name, value) -> spec`` sets the knob
     where it is not a settings field (a loss's weight); the rate is ``settings.lr``, the length
     ``settings.epochs``. Returns the :class:`Choice`."""
-    vary = vary or _vary_setting
     knob = rule.knob
     curves = {}  # (lr, knob value, epochs) -> {epoch: score}
 
     def trial(lr, value, epochs):
         if (lr, value, epochs) not in curves:
-            at = spec if knob is None else vary(spec, knob.name, value)
-            at = dataclasses.replace(at, split=rule.split, settings=at.settings.replace(
-                lr=lr, epochs=epochs, eval_every=rule.every), options={**at.options, "curve": rule.metric})
-            curves[(lr, value, epochs)] = _curve(run(at), rule.metric)
+            curves[(lr, value, epochs)] = _curve(run(trial_spec(spec, rule, lr, value, epochs, vary)), rule.metric)
         return max(curves[(lr, value, epochs)].values())
 
     def best():
         return max(curves, key=lambda key: max(curves[key].values()))
 
     epochs = rule.lengths[0]
-    for lr in rule.rate.start:
-        for value in knob.candidates() if knob else (None,):
-            trial(lr, value, epochs)
+    for lr, value in _start(rule):
+        trial(lr, value, epochs)
     while steps := _steps(curves, best(), rule):
         for lr, value in steps:
             trial(lr, value, epochs)
@@ -147,6 +143,31 @@ def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None 
     trials = [{"lr": k[0], **({knob.name: k[1]} if knob else {}), "epochs": k[2], "curve": c}
               for k, c in curves.items()]
     return Choice(values, trials, ladders, edges)
+
+
+def trial_spec(spec: RunSpec, rule: Search, lr, value, epochs: int, vary: Callable | None = None) -> RunSpec:
+    """One trial of ``spec``'s search: the spec on ``rule.split`` at rate ``lr``, knob ``value`` (set by ``vary``,
+    default a settings field) and ``epochs``, its checkpoints every ``rule.every`` epochs recording
+    ``rule.metric`` (``options["curve"]``), its column ``(lr, value, epochs)``."""
+    at = spec if rule.knob is None else (vary or _vary_setting)(spec, rule.knob.name, value)
+    return dataclasses.replace(at, split=rule.split, column=(lr, value, epochs), options={
+        **at.options, "curve": rule.metric}, settings=at.settings.replace(lr=lr, epochs=epochs, eval_every=rule.every))
+
+
+def starting_trials(spec: RunSpec, rule: Search, vary: Callable | None = None) -> list[RunSpec]:
+    """The trials every search of ``spec`` makes whatever the scores (:meth:`Search.planned`): what a plan counts
+    in advance; the walk's and the lengthening's are counted once run (:func:`unplanned`)."""
+    return [trial_spec(spec, rule, lr, value, rule.lengths[0], vary) for lr, value in _start(rule)]
+
+
+def unplanned(choice: Choice, rule: Search) -> int:
+    """How many trials a search made beyond :func:`starting_trials`."""
+    return len(choice.trials) - rule.planned()
+
+
+def _start(rule: Search) -> list[tuple]:
+    """The starting grid: each starting rate at each knob candidate (the knob's ``off`` included)."""
+    return [(lr, value) for lr in rule.rate.start for value in (rule.knob.candidates() if rule.knob else (None,))]
 
 
 def _vary_setting(spec: RunSpec, name: str, value) -> RunSpec:
@@ -181,3 +202,13 @@ def _steps(curves: dict, at: tuple, rule: Search) -> list:
 
 def _at_end(value, values) -> bool:
     return value is not None and bool(np.isclose(value, [values[0], values[-1]]).any())
+
+
+def describe(choice: Choice | dict) -> str:
+    """``"lr 0.01, tau 0.05, 8 epochs (R@1 of its best trial 0.632, 9 trials); at the end of its ladder: lr"``: a
+    choice (or its data, as a run file keeps it) in a line."""
+    c = choice if isinstance(choice, Choice) else Choice(**choice)
+    values = ", ".join(f"{v} epochs" if k == "epochs" else f"{k} {v:g}" for k, v in c.values.items())
+    best = max(max(t["curve"].values()) for t in c.trials)
+    edges = f"; at the end of its ladder: {', '.join(c.edges)}" if c.edges else ""
+    return f"{values} (best validation score {best:.3f}, {len(c.trials)} trials){edges}"

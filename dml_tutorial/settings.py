@@ -139,6 +139,11 @@ class Settings:
     augment: str | None = None  # a key of dml_tutorial.experiment.AUGMENTATIONS
     eval_every: int = 1  # epochs between a training's evaluations (when it has any)
     curve_samples: int | None = None  # images per split a per-epoch curve embeds (None: experiment.CURVE_SAMPLES)
+    # the one best-shot search (dml_tutorial.search, issue #86), on held-out seen classes; () searches nothing
+    search_lrs: tuple[float, ...] = ()  # the rate's ladder
+    search_lr_start: tuple[float, ...] = ()  # the rates each search starts from (neighbouring rungs)
+    search_lengths: tuple[int, ...] = ()  # a trial's epochs, then longer while its best checkpoint is its last
+    search_every: int = 1  # epochs between a trial's checkpoints
     # seeds and the machine
     n_seeds: int = 3
     threads: int | None = 2  # torch's CPU threads (None: torch's default)
@@ -283,6 +288,9 @@ class CBSwRSettings(Settings):
     detach_centroids: bool = False
     code_variant: bool = False  # RIM's entropies divided by log K, as the released code
     self_similarity: bool = False  # SME's denominator with each image's own similarity
+    gamma: float | None = None  # CBSwR's reconstruction weight (None: the paper's, clustering.GAMMA)
+    tau_ladder: tuple[float, ...] = ()  # the search's ladder of tau (SME, CBS; clustering.KNOBS)
+    gamma_ladder: tuple[float, ...] = ()  # ... and of gamma (CBSwR, whose gamma = 0 is CBS)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

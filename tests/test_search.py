@@ -115,3 +115,26 @@ def test_a_knob_that_is_not_a_setting_is_set_by_the_chapters_vary():
     choice = search.best_shot(_spec(), rule, runner, vary=vary)
     assert ("weight", 0.0) in seen and choice.values["weight"] == 0.1  # ties: the start before off
     assert rule.planned() == 2 and rule.as_data()["knob"]["off"] == 0.0
+
+
+def test_the_plan_counts_the_starting_trials_the_search_makes_first():
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(4, 8), every=2,
+                         knob=search.Axis("tau", TAUS, (0.1,), off=0.0))
+    peak = _peak(1e-4, 0.5, 6)
+    runner = Runner(lambda lr, tau, epoch: peak(lr, tau or 0.01, epoch))  # off scores as a tau far from the peak
+    choice = search.best_shot(_spec(), rule, runner)
+    start = search.starting_trials(_spec(), rule)
+    assert len(start) == rule.planned() == 4 and runner.specs[:4] == start
+    assert all(s.split == "validation" and s.settings.epochs == 4 and s.settings.eval_every == 2 for s in start)
+    assert search.unplanned(choice, rule) == len(runner.specs) - 4 > 0
+    assert len({s.digest() for s in runner.specs}) == len(runner.specs)  # each trial its own cache key
+
+
+def test_a_choice_reads_in_a_line_from_its_data_as_a_run_file_keeps_it():
+    import json
+
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(2, 4), every=2)
+    choice = search.best_shot(_spec(), rule, Runner(lambda lr, tau, epoch: epoch / 10 - abs(math.log10(lr / 1e-3))))
+    kept = json.loads(json.dumps(choice.as_data()))  # the curves' epochs become strings in JSON
+    assert search.describe(kept) == search.describe(choice) == (
+        "lr 0.001, 4 epochs (best validation score 0.400, 4 trials); at the end of its ladder: epochs")
