@@ -5,7 +5,7 @@ unflagged).
 The protocol of a chapter at a profile is everything that decides its words, other than the numbers:
 
 - ``settings``: the profile's settings (:func:`dml_tutorial.profiles.settings`), less how a run uses its machine
-  (threads, loader workers: :data:`MACHINE`);
+  (threads, loader workers: :data:`MACHINE`) and less those left empty (:func:`_what`);
 - ``grid``: every run of the chapter's declared grid (:data:`dml_tutorial.plan.SPECS`) over the sweep's seeds, each
   as :meth:`~dml_tutorial.spec.RunSpec.data` (its method with every loss parameter, settings less
   :data:`MACHINE`, data, seed);
@@ -65,8 +65,10 @@ def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
 
 
 def _what(settings: dict) -> dict:
-    """``settings`` without how a run uses its machine (:data:`MACHINE`)."""
-    return {k: v for k, v in settings.items() if k not in MACHINE}
+    """``settings`` without how a run uses its machine (:data:`MACHINE`) and without the settings left empty
+    (``None``, ``()``, ``{}``, ``""``: unused), so that a setting added later for another chapter, empty by
+    default, leaves a registered protocol as it was; one added with a value does change it."""
+    return {k: v for k, v in settings.items() if k not in MACHINE and v not in (None, (), [], {}, "")}
 
 
 def sha256(chapter: str, profile: str, root: Path = REPOSITORY) -> str:

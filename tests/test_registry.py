@@ -106,7 +106,8 @@ def test_a_protocol_hash_moves_with_what_decides_the_words(monkeypatch):
     def changed(**change):
         return lambda chapter, profile, **kw: settings(chapter, profile, **kw).replace(**change)
 
-    for change, moves in (({"tau": 0.2}, True), ({"ks": (16,)}, True), ({"threads": 1}, False)):
+    for change, moves in (({"tau": 0.2}, True), ({"ks": (16,)}, True), ({"threads": 1}, False),
+                          ({"curve_samples": None}, False)):  # an empty setting: as if it did not exist
         monkeypatch.setattr(profiles, "settings", changed(**change))
         assert (protocol.sha256("cbswr", "glyphs2") != base) == moves, change
     monkeypatch.setattr(profiles, "settings", settings)
