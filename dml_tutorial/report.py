@@ -324,8 +324,10 @@ VERDICT_NOTE = ("Gains in points, paired by seed (same seed: same initialisation
 
 
 #: Profiles whose runs each chapter shows itself (:func:`show`, its real-data sections and findings box): their
-#: results pages point there instead of repeating them.
-IN_CHAPTER = ("fashion", "glyphs", "glyphs2")
+#: results pages point there instead of repeating them. A superseded test bed's runs (:data:`SUPERSEDED`) are shown
+#: nowhere (issue #87: no test bed I sections in the chapters); the registry page lists them, data/results/ keeps
+#: them.
+IN_CHAPTER = ("fashion", "glyphs2")
 
 
 #: The book's one page of paper-scale runs (``book/results/at_scale.md``): a section per chapter, which says what a
@@ -361,9 +363,13 @@ def report_page(chapter: str, notebook: Path, runs: list[dict], registration: di
     if shown:
         status += (" The runs on real data on a CPU (" + ", ".join(f"`{p}`: {n} run(s)" for p, n in shown.items())
                    + f") are in the chapter, {{doc}}`/notebooks/{notebook.stem}`.")
+    old = {k[0]: len(g) for k, g in groups if k[0] in SUPERSEDED}
+    if old:
+        status += (" The superseded test bed's runs (" + ", ".join(f"`{p}`: {n} run(s)" for p, n in old.items())
+                   + ") stay in `data/results/` and on the registry page.")
     lines = [f"## {title}", "", status, "", run_needs(chapter), ""]
     for key, members in groups:
-        if key[0] not in IN_CHAPTER:
+        if key[0] not in IN_CHAPTER and key[0] not in SUPERSEDED:
             lines += _section(key, members, registration, level=3)
     return "\n".join(lines).rstrip() + "\n"
 
