@@ -28,6 +28,7 @@ import pandas as pd
 
 from . import evidence
 from . import tables as declared
+from .ecaml import AT_PAPER  # the row of EC at the paper's weight
 from .labels import label_tex
 from .records import merge_seeds
 from .tables import REFERENCES, STARTED, Table  # the reference rows every main table carries; a start's
@@ -98,20 +99,24 @@ def _dcdl() -> list[Claim]:
 
 def _ecaml() -> list[Claim]:
     """EC as the paper describes it (ours), and as the released code computes it (rows ``<row>, released EC``,
-    where a profile runs them), also from the released code's kind of start (a softmax-pretrained trunk, the fc at
-    10x: rows ``<row>, released EC, pretrained``): the paper's numbers come from the released code, so all compare
-    with them. The released code also holds the fc rows at unit norm (a penalty of weight 0.5): the released-EC
+    where a profile runs them), and EC at the paper's weight (rows ``<row> at the paper's lambda``, where the
+    weight is searched): the paper's numbers come from the released code, so all compare with them. The released code also holds the fc rows at unit norm (a penalty of weight 0.5): the released-EC
     rows are compared with baselines that carry the same penalty (``<base>, fc unit norm``), so that the difference
     is EC's alone."""
     table = declared.ECAML_MAIN
     rows = (("Triplet", "ECAML(Tri)"), ("N-Pair", "ECAML(N-Pair)"), ("Binomial", "ECAML(Binomial)"))
+    # registered 2026-12-05 before test bed II's re-run (issue #86): with each row's weight searched (0 a
+    # candidate), "EC improves" asks whether EC helps at its best weight; these ask it at the paper's weight, at the
+    # EC row's chosen rate and length (rows "<row> at the paper's lambda", ecaml.AT_PAPER)
+    at_paper = [Claim(f"EC at the paper's lambda improves {base} (unseen R@1)", table, base, f"{row}{AT_PAPER}",
+                      "R@1", *RETRIEVAL, paper_row=row) for base, row in rows]
+    # the three claims "from a softmax-pretrained start" were retired on 2026-12-05 (data/retired.jsonl): test bed
+    # II has no such row, every run there already starting from its own pretrained start
     return ([Claim(f"EC improves {base} (unseen R@1)", table, base, row, "R@1", *RETRIEVAL) for base, row in rows]
             + [Claim(f"EC as released improves {base} (unseen R@1)", table, f"{base}, fc unit norm",
                      f"{row}, released EC", "R@1", *RETRIEVAL, paper_row=row, paper_base=base)
                for base, row in rows]
-            + [Claim(f"EC as released, from a softmax-pretrained start, improves {base} (unseen R@1)", table,
-                     f"{base}, fc unit norm, pretrained", f"{row}, released EC, pretrained", "R@1", *RETRIEVAL,
-                     paper_row=row, paper_base=base) for base, row in rows])
+            + at_paper)
 
 
 def _eps() -> list[Claim]:
@@ -180,6 +185,11 @@ CLAIMED = {
 
 #: The claims tested in each chapter (the chapters' own conclusions describe more comparisons, without verdicts).
 CLAIMS = {"dcdl": _dcdl(), "cbswr": _cbswr(), "eps": _eps(), "ecaml": _ecaml(), "noise_guarantees": _noise()}
+#: Claims registered before the runs that first record their rows (issue #86: register, then run): ``{(chapter,
+#: claim text): the run that will}``. ``tests/test_claims.py`` checks every other claim's rows are recorded, and
+#: fails once one of these is (its entry goes then).
+AWAITING = {("ecaml", c.text): "test bed II's re-run under ECAML's best shots (issue #86)"
+            for c in CLAIMS["ecaml"] if c.row.endswith(AT_PAPER)}
 
 
 def paper_gain(paper: dict, claim: Claim) -> tuple[float | None, float | None]:

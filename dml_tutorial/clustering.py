@@ -31,7 +31,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import metrics, models, search, train
+from . import experiment, metrics, models, search, train
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape
 from .experiment import Run
@@ -552,19 +552,10 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     search's trial (``options["curve"]``, R@1) records the R@1 of its split's test side at every checkpoint."""
     data = splits[spec.split]
     curve = spec.options.get("curve")
-    if curve not in (None, "R@1"):
-        raise ValueError(f"CBSwR's trials record R@1 at their checkpoints, not {curve!r}")
-    evaluate = _recall_at_1(data.test, spec.settings, spec.seed, device) if curve else None
+    evaluate = experiment.recall_checkpoint(data.test, curve, spec.settings) if curve else None
     return train_and_retrieve(data, spec.method, spec.settings, seed=spec.seed, device=device, progress=progress,
                               keep_objective=spec.table == ABLATION, checkpoint=checkpoint, evaluate=evaluate)
 
-
-def _recall_at_1(test, cfg, seed: int, device):
-    """``evaluate(model) -> {"R@1": ...}`` on ``test``'s embeddings: a search trial's checkpoint."""
-    def evaluate(model):
-        z = train.embed(model, test, num_workers=cfg.get("workers", 0))
-        return {"R@1": metrics.recall_at_k(z, test.labels, (1,), device=train.resolve_device(device))[1]}
-    return evaluate
 
 
 @torch.no_grad()

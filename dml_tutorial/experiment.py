@@ -410,6 +410,19 @@ def run_grid(specs, run, description: str = "runs", cache=None, progress: bool |
     return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
 
 
+def recall_checkpoint(test, metric: str, cfg):
+    """``evaluate(model) -> {metric: R@1}`` on ``test``'s embeddings, on the model's device: a search trial's
+    checkpoint (:func:`dml_tutorial.search.best_shot`; ``metric`` must be ``"R@1"``)."""
+    if metric != "R@1":
+        raise ValueError(f"a trial's checkpoint measures R@1 here, not {metric!r}")
+
+    def evaluate(model):
+        z = train.embed(model, test, num_workers=cfg.get("workers", 0))
+        return {"R@1": metrics.recall_at_k(z, test.labels, (1,), device=next(model.parameters()).device)[1]}
+
+    return evaluate
+
+
 def run_one(spec, run, cache=None, progress: bool | None = False) -> Run:
     """One :class:`~dml_tutorial.spec.RunSpec` through :func:`run_grid` (its cache, its resumable checkpoint, its
     count in the plan's check): a search's trial (:func:`dml_tutorial.search.best_shot`)."""

@@ -144,7 +144,10 @@ def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan
     if start:  # a softmax pre-training for each seed's start (and the rate search's)
         searches.append(Trainings("softmax pre-training", cfg.n_seeds + bool(rates),
                                   _steps(cfg, n_train, batch, epochs=start["epochs"]), batch, cfg.model, shape))
-    return searches + from_specs(ecaml.grid(cfg, range(cfg.n_seeds)), cfg, n_train)
+    shot = {"values": {"lr": cfg.lr, "epochs": cfg.epochs}}  # any choice: as many rows (the lengths: Plan.check)
+    stand_in = {"best shot": {row: shot for row in ecaml.arms(cfg)}} if cfg.search_lrs else None
+    specs = ecaml.best_shot_trials(cfg, 0) + ecaml.grid(cfg, range(cfg.n_seeds), stand_in)
+    return searches + from_specs(specs, cfg, n_train)
 
 
 def _eps(cfg, n_train):  # each arm's knob (the validation split, first seed), then the grid, each on its own split

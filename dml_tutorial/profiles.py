@@ -54,17 +54,6 @@ GLYPHS = {"dataset": "glyphs", "model": "mlp", "hidden": 512, "dim": 64, "n_seed
 GLYPHS2 = {"dataset": "glyphs", "model": "glyphnet", "dim": 64, "n_seeds": 1, "threads": 2, "cluster_classes": 100,
            "dataset_options": {"unseen_faces": 3, "vary_split": True, "vary_faces": True},
            "start": "glyphs2-seeded"}
-#: Test bed II's settings changed since its committed runs, for the one re-run issue #86 asks: ``{chapter: {setting:
-#: why}}``. The runs keep the settings they were made with (their files record them, the pages read them);
-#: ``tests/test_settings.py`` lets exactly these differ from the profile, and fails once one no longer does (the
-#: re-run has landed: its entry goes).
-_FACES_AND_START = {"dataset_options": "each seed draws its 3 unseen faces (vary_faces)",
-                    "start": "each seed its own pretrained start, made without its unseen faces"}
-CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test faces (vary_faces)"},
-                      **{chapter: _FACES_AND_START for chapter in ("eps", "ecaml", "noise_guarantees", "bench")},
-                      "cbswr": {**_FACES_AND_START, **{k: "each arm's best shot (clustering.best_shots)"
-                                                       for k in ("search_lrs", "search_lr_start", "search_lengths",
-                                                                 "search_every", "tau_ladder", "gamma_ladder")}}}
 #: The GPU profiles: the papers' backbones at 224 px on images decoded once (data.decode_splits), in mixed
 #: precision with channels_last (1.3-1.9x on an H100 at 224 px; benchmarks/bench_train_step.py), torch's threads.
 GPU = {"threads": None, "image_size": 224, "decode_once": True, "data_on_device": True, "amp": True,
@@ -84,6 +73,25 @@ BENCH_SEARCH = {"method_lrs": (1e-3, 3e-3), "lr_ladder": (1e-5, 3e-5, 1e-4, 3e-4
 CBSWR_SEARCH = {"search_lrs": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2), "search_lr_start": (1e-3, 3e-3),
                 "search_lengths": (4, 8, 16), "search_every": 2, "tau_ladder": (0.025, 0.05, 0.1, 0.2, 0.4),
                 "gamma_ladder": (0.001, 0.003, 0.01, 0.03, 0.1, 0.3)}
+#: ECAML's one search on test bed II (ecaml.search_rule, issue #86): each compared row's Adam rate from 3e-4 and 1e-3,
+#: its EC weight from the paper's along lambda_ladder (0 a candidate), 3 epochs, then 6 and 12 while the unseen
+#: curve still rises (it peaked at epoch 2-5 of the chapter's 10 until 2026-12-05), a checkpoint every epoch.
+ECAML_SEARCH = {"search_lrs": (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3), "search_lr_start": (3e-4, 1e-3),
+                "search_lengths": (3, 6, 12), "search_every": 1}
+#: Test bed II's settings changed since its committed runs, for the one re-run issue #86 asks: ``{chapter: {setting:
+#: why}}``. The runs keep the settings they were made with (their files record them, the pages read them);
+#: ``tests/test_settings.py`` lets exactly these differ from the profile, and fails once one no longer does (the
+#: re-run has landed: its entry goes).
+_FACES_AND_START = {"dataset_options": "each seed draws its 3 unseen faces (vary_faces)",
+                    "start": "each seed its own pretrained start, made without its unseen faces"}
+CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test faces (vary_faces)"},
+                      **{chapter: _FACES_AND_START for chapter in ("eps", "noise_guarantees", "bench")},
+                      "ecaml": {**_FACES_AND_START, "lambda_scales": "EC's weight searched with each row's rate and "
+                                "length (ecaml.best_shots), not alone",
+                                **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}},
+                      "cbswr": {**_FACES_AND_START, **{k: "each arm's best shot (clustering.best_shots)"
+                                                       for k in ("search_lrs", "search_lr_start", "search_lengths",
+                                                                 "search_every", "tau_ladder", "gamma_ladder")}}}
 #: EPS's knobs searched per arm on test bed II (eps.choose_settings; data/sweeps/eps-glyphs2.yaml says why these).
 EPS_KNOBS = {"triplet": {"margin": (0.05, 0.1, 0.2, 0.4, 0.8)}, "margin": {"beta": (0.6, 0.8, 1.2)},
              "ms": {"lam": (0.25, 0.5, 0.75, 1.0)}}
@@ -160,8 +168,8 @@ _PROFILES = {
                                   lambdas=(0.001, 0.01, 0.1, 1.0), dropouts=(0.25,), dims=(16, 128),
                                   ec_variants=("paper", "released"),
                                   local_options={"triplet": {"miner": "released"}, "npair": {"scale": 10.0}},
-                                  held_out=25, lambda_scales=(0.1, 1.0, 10.0),
-                                  lambda_ladder=(0.001, 0.01, 0.1, 1.0, 10.0, 100.0), compare_with="CARS")),
+                                  held_out=25, lambda_ladder=(0.001, 0.01, 0.1, 1.0, 10.0, 100.0),
+                                  compare_with="CARS", **ECAML_SEARCH)),
         # CUB and GoogLeNet, Binomial with and without EC, with the seen/unseen curves (1,000 images a split)
         "colab": (COLAB, dict(**_CUB, model="googlenet", dim=512, epochs=15, batches_per_epoch=46, lr=1e-5,
                               weight_decay=2e-4, head_lr_mult=10, p=64, k=2, locals=("binomial",),

@@ -209,8 +209,9 @@ def test_claims_name_tables_and_rows_the_chapters_record():
             gate_table = claim.table if claim.gate is None else claim.gate[0]  # where the reference rows are
             assert set(claims.REFERENCES) <= set(tables[gate_table.id]), (chapter, "reference rows")
             for row, column in ((claim.base, claim.base_column or claim.column), (claim.row, claim.column)):
-                assert any(column in t.get(claim.table.id, {}).get(row, {}) for t in [tables, *recorded]), (
-                    chapter, claim, row)
+                found = any(column in t.get(claim.table.id, {}).get(row, {}) for t in [tables, *recorded])
+                awaited = (chapter, claim.text) in claims.AWAITING and row == claim.row  # registered, not run yet
+                assert found != awaited, (chapter, claim, row, "recorded" if found else "missing")
             if claim.gate is not None:
                 table, row, column = claim.gate
                 assert column in tables[table.id][row] and set(claims.REFERENCES) <= set(tables[table.id]), claim

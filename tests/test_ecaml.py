@@ -239,11 +239,43 @@ def test_the_grid_trains_what_the_searches_chose_and_the_start_as_declared():
     assert [s.settings.epochs for s in started] == [0] + [cfg.epochs] * 2 * len(cfg.locals)  # the start itself first
     released = specs[("ECAML(N-Pair), released EC, pretrained", "")]
     assert _weight(released) == ecaml.LAMBDA["npair"]  # the released EC from the start: the paper's weight
-    # the profile's options of a loss reach Tables 4/5, not Table 1 (the paper's miner and options there)
+    # the profile's options of a loss reach Tables 4/5 and Table 1 alike (issue #86: Table 1's columns had mixed
+    # the paper's band miner, at lambda > 0, with the released miner of its lambda = 0 and chosen columns)
     two = profiles.settings("ecaml", "glyphs2")
     miners = {s.table: s.method.describe()["local_fn"]["keywords"].get("miner") for s in ecaml.grid(two, [0])
               if s.row.startswith(("Triplet", "ECAML(Tri)"))}
-    assert miners == {ecaml.MAIN: "released", ecaml.LAMBDA_TABLE: None}
+    assert miners == {ecaml.MAIN: "released", ecaml.LAMBDA_TABLE: "released"}
+
+
+def test_each_compared_row_is_searched_and_the_grid_trains_it_at_its_choice():
+    """Issue #86: every row a claim compares has its own best shot (rate, length and, with EC, its weight with 0 a
+    candidate); the grid trains each at its choice, EC at the paper's weight at its EC row's rate and length, and
+    Table 1 at EC's; the runner records a trial's R@1 at its checkpoints."""
+    cfg = profiles.settings("ecaml", "glyphs2")
+    arms = ecaml.arms(cfg)
+    assert len(arms) == 4 * len(cfg.locals) and arms["ECAML(N-Pair), released EC"] == ("npair", "released", {})
+    rule = ecaml.search_rule(cfg, "triplet", "paper")
+    assert rule.knob.off == 0.0 and rule.knob.start == (ecaml.LAMBDA["triplet"],)
+    assert ecaml.search_rule(cfg, "triplet", None).knob is None
+    assert ecaml.search_rule(profiles.settings("ecaml", "smoke"), "triplet", "paper") is None
+    trials = ecaml.best_shot_trials(cfg, 0)
+    assert len(trials) == sum((2 if v is None else 4) for _, v, _ in arms.values())  # 2 rates x (weight, 0)
+    assert {_weight(t) for t in trials if t.row == "ECAML(Tri)"} == {0.0, ecaml.LAMBDA["triplet"]}
+    shot = {row: {"values": {"lr": 1e-4, "epochs": 6}} for row in arms}
+    shot["ECAML(Tri)"] = {"values": {"lr": 3e-4, "lambda": 0.0, "epochs": 3}}  # EC switched off
+    specs = {s.key[1:]: s for s in ecaml.grid(cfg, [0], {"best shot": shot})}
+    ec, paper = specs[("ECAML(Tri)", "")], specs[("ECAML(Tri) at the paper's lambda", "")]
+    assert _weight(ec) == 0.0 and (ec.settings.lr, ec.settings.epochs) == (3e-4, 3)
+    assert _weight(paper) == ecaml.LAMBDA["triplet"] and (paper.settings.lr, paper.settings.epochs) == (3e-4, 3)
+    assert (specs[("Triplet", "")].settings.lr, specs[("Triplet", "")].settings.epochs) == (1e-4, 6)
+    assert {(s.settings.lr, s.settings.epochs) for k, s in specs.items() if s.table == ecaml.LAMBDA_TABLE} == {
+        (3e-4, 3)}
+    seen = []
+    run = ecaml.run_spec({"validation": SimpleNamespace(test="held-out")}, "cpu")
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(experiment, "train_and_retrieve", lambda data, loss_fn, s, **kw: seen.append(kw["evaluate"]))
+        run(trials[0])
+    assert callable(seen[0])
 
 
 def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_names(monkeypatch):
@@ -270,7 +302,7 @@ def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_n
 
 
 def test_the_weight_search_trains_on_the_validation_split_and_returns_the_choices_as_data():
-    cfg = profiles.settings("ecaml", "glyphs2").replace(locals=("triplet",))
+    cfg = profiles.settings("ecaml", "glyphs2").replace(locals=("triplet",), lambda_scales=(0.1, 1.0, 10.0))
     seen = []
 
     def run(spec):
