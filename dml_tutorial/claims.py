@@ -28,9 +28,9 @@ import pandas as pd
 
 from . import evidence
 from . import tables as declared
-from .ecaml import AT_PAPER  # the row of EC at the paper's weight
 from .labels import label_tex
 from .records import merge_seeds
+from .tables import ECAML_AT_PAPER as AT_PAPER
 from .tables import REFERENCES, STARTED, Table  # the reference rows every main table carries; a start's
 
 #: Why 2 points of Recall@1 is the smallest effect of interest for a retrieval claim: one unseen-class query in

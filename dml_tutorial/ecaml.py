@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
-from . import experiment, ladder, losses, pretrain, search
+from . import experiment, ladder, losses, pretrain, search, tables
 from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
@@ -256,7 +256,7 @@ def weight(cfg, choices: dict, local: str, variant: str = "paper") -> float:
 BEST_SHOT = "each row's best shot"
 #: The row a claim reads EC at the paper's weight from (issue #86: the searched weight may be the ladder's bottom or
 #: 0, and "EC improves Triplet" then tests EC nearly off), trained at its EC row's rate and length.
-AT_PAPER = " at the paper's lambda"
+AT_PAPER = tables.ECAML_AT_PAPER
 
 
 def arms(cfg) -> dict:

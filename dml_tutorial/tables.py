@@ -60,6 +60,9 @@ EPS_MAIN = _declare("eps.main", "Table 2: unseen classes")
 EPS_EVEN_ODD = _declare("eps.even_odd", "Table 1: even/odd")
 EPS_LETTERS = _declare("eps.letters", "Table 3: unseen superclasses by letter")
 ECAML_MAIN = _declare("ecaml.main", "Tables 4/5: unseen classes with and without EC")
+#: The suffix of a Tables 4/5 row of EC at the paper's weight (``"ECAML(Tri) at the paper's lambda"``), at its EC
+#: row's searched rate and length: ``ecaml.grid`` trains it, a claim reads it (here, where neither loads torch).
+ECAML_AT_PAPER = " at the paper's lambda"
 NOISE_MAIN = _declare("noise.main", "Recall@1 and NMI under symmetric label noise")
 BENCH_LENGTH = _declare("bench.length", "Length: MAP@R on the validation classes at each checkpoint")
 
