@@ -7,7 +7,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dml_tutorial import clustering, data, experiment, models, profiles
+from dml_tutorial import clustering, data, experiment, models, profiles, train
 
 D = torch.float64  # the loop references are compared at 1e-9
 
@@ -375,6 +375,48 @@ def test_the_head_is_searched_on_the_validation_split_and_the_best_chosen():
     runs = {s.key: [experiment.Run({"R@1": r1}, None, None)] for s, r1 in zip(search, (0.5, 0.7, 0.7))}
     assert clustering.choose_head(runs) == {"head": cfg.head_candidates[1]}  # ties: the first tried
     assert clustering.head_search(profiles.settings("cbswr", "smoke"), 0) == [] and clustering.choose_head({}) == {}
+
+
+def test_each_arm_is_searched_on_its_own_and_the_grid_trains_every_row_at_its_arms_choice():
+    """Issue #86: every arm of the ablation has its own best shot (SME and CBS their tau, CBSwR its gamma with 0, CBS
+    itself, a candidate, on CBS's chosen tau); each row of the grid trains at its arm's choice (a head row at CBS's,
+    a K row at CBSwR's); the plan counts each search's first trials, the walks once run."""
+    cfg = profiles.settings("cbswr", "glyphs2")
+    rules = {m: clustering.search_rule(cfg, m) for m in cfg.methods}
+    assert rules["only L_rim"].knob is None and rules["SME"].knob.name == rules["CBS"].knob.name == "tau"
+    assert rules["CBSwR"].knob.name == "gamma" and rules["CBSwR"].knob.off == 0.0
+    assert clustering.search_rule(profiles.settings("cbswr", "smoke"), "CBS") is None
+    seen = []
+
+    def run(trial):  # a validation curve that prefers lr 3e-3, tau 0.05, gamma 0 (the regulariser off), 8 epochs
+        seen.append(trial)
+        s = trial.settings
+        score = -abs(np.log10(s.lr / 3e-3)) - abs(np.log10(s.tau / 0.05)) - (s.gamma or 0.0) * 10
+        return experiment.Run({}, None, train.History([{"epoch": e, "R@1": score + min(e, 8) / 100}
+                                                       for e in range(2, s.epochs + 1, 2)]))
+
+    choices = clustering.best_shots(cfg, 5, run)
+    shot = {m: c["values"] for m, c in choices["best shot"].items()}
+    assert shot["SME"] == shot["CBS"] == {"lr": 3e-3, "tau": 0.05, "epochs": 8}
+    assert shot["CBSwR"] == {"lr": 3e-3, "gamma": 0.0, "epochs": 8}
+    assert {t.settings.tau for t in seen if t.row == "CBSwR"} == {0.05}  # searched on CBS's tau
+    assert all(t.split == "validation" and t.seed == 5 and t.options["curve"] == "R@1" for t in seen)
+    assert len(clustering.best_shot_trials(cfg, 5)) + clustering.unplanned(cfg, choices) == len(seen)
+    rows = {s.row: s.settings for s in clustering.grid(cfg, [5], {"head": "released", **choices})}
+    assert (rows["SME"].lr, rows["SME"].tau, rows["SME"].epochs) == (3e-3, 0.05, 8)
+    assert (rows["CBSwR"].tau, rows["CBSwR"].gamma) == (0.05, 0.0) and rows["K = 16"].gamma == 0.0
+    assert rows["CBS, cosine head"].tau == 0.05 and rows["CBS"].head == "released"
+
+
+def test_cbswr_gamma_sets_the_reconstruction_weight_and_zero_drops_the_decoder():
+    model = models.ConvNet((1, 8, 8), dim=16, width=(8, 16), hidden=32)
+    cfg = profiles.settings("cbswr", "smoke").replace(dim=16, k=8)
+    default = clustering.make_objective("CBSwR", model, (1, 8, 8), cfg)
+    assert default.weights == clustering.VARIANTS["CBSwR"] and default.decoder is not None
+    assert clustering.make_objective("CBSwR", model, (1, 8, 8), cfg.replace(gamma=0.1)).weights[2] == 0.1
+    off = clustering.make_objective("CBSwR", model, (1, 8, 8), cfg.replace(gamma=0.0))
+    assert off.weights == clustering.VARIANTS["CBS"] and off.decoder is None
+    assert clustering.make_objective("CBS", model, (1, 8, 8), cfg.replace(gamma=0.1)).weights[2] == 0.0  # CBSwR's
 
 
 def _tiny(method):
