@@ -190,32 +190,8 @@ REPORTED_DIM = {
 }
 
 
-#: EC as the paper prints it, and as the released code computes it with the released fc unit-norm penalty (0.5):
-#: the two variants whose weight :func:`choose_lambdas` chooses.
+#: EC as the paper prints it, and as the released code computes it with the released fc unit-norm penalty (0.5).
 VARIANTS = {"paper": {}, "released": {"ec": "released", "fc_unit_norm": 0.5}}
-
-
-def choose_lambdas(run, locals_, variants, scales, dataset: str, options: dict | None = None,
-                   metric: str = "R@1", scale_ladder=None) -> tuple[dict, dict]:
-    """EC's weight for each metric loss and EC variant (:data:`VARIANTS`), chosen on a validation split (issue #48:
-    every loss and both variants trained at the paper's lambda, though the released EC, log E of raw outputs, is on
-    another scale): the paper's lambda times each of ``scales``, ``run(loss_fn)`` training once at each, and, with a
-    ``scale_ladder``, on along it while the best is the smallest or largest tried, until it is flanked or the
-    ladder ends (:func:`dml_tutorial.ladder.walk`; on test bed II's first seed every loss chose the smallest of a
-    tenth, one and ten times the paper's). The weight with the highest ``metric`` wins (ties: the first tried).
-    Returns ``({(local, variant): lambda}, {row: {"λ = x": [metric]}})``, the rows' weights in increasing order,
-    the second for :func:`dml_tutorial.report.record`."""
-    chosen, table = {}, {}
-    for local in locals_:
-        for variant in variants:
-            paper = paper_lambda(local, dataset)
-            make = partial(ecaml_loss, local, local_options=(options or {}).get(local), **VARIANTS[variant])
-            scores = ladder.walk(lambda x, make=make, paper=paper: run(loss_fn=make(paper * x)).metrics[metric],
-                                 scales, scale_ladder)
-            chosen[(local, variant)] = paper * max(scores, key=scores.get)
-            row = label(local) + ("" if variant == "paper" else ", released EC")
-            table[row] = {f"λ = {paper * s:g}": [scores[s]] for s in sorted(scores)}
-    return chosen, table
 
 
 def paper_gains(metric: str = "R@1") -> dict:
@@ -225,8 +201,8 @@ def paper_gains(metric: str = "R@1") -> dict:
 
 
 # --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
-#: The grid's tables, in the order the chapter runs them; the searches' runs are named by the first two.
-WEIGHT_SEARCH, START_RATE = "EC's weight", "the pretrained start's learning rate"
+#: The table of the start's rate search (test bed I), then the grid's tables, in the order the chapter runs them.
+START_RATE = "the pretrained start's learning rate"
 MAIN, STARTED_ROWS, LAMBDA_TABLE, DROPOUT_TABLE, DIM_TABLE = ("Tables 4/5", "pretrained start", "Table 1", "Table 3",
                                                               "Table 2")
 #: Tables 2 and 3 train the binomial loss, as the paper's.
@@ -241,14 +217,10 @@ def _loss(cfg, local: str, lam: float | None, variant: str = "paper", **changes)
 
 
 def weight(cfg, choices: dict, local: str, variant: str = "paper") -> float:
-    """EC's weight for ``local`` and ``variant`` in this run: the best shot's (:func:`best_shots`, its row's
-    ``"lambda"``), else the choice of :func:`weight_search` (``choices["lambda"]`` or ``choices["released
-    lambda"]``), else the paper's (:func:`paper_lambda`)."""
+    """EC's weight for ``local`` and ``variant`` in this run: its row's best shot (:func:`best_shots`), else the
+    paper's (:func:`paper_lambda`)."""
     shot = _shot(choices, label(local) + ("" if variant == "paper" else f", {variant} EC"))
-    if "lambda" in shot:
-        return shot["lambda"]
-    chosen = choices.get("lambda" if variant == "paper" else f"{variant} lambda", {})
-    return chosen.get(local, paper_lambda(local, cfg.dataset))
+    return shot.get("lambda", paper_lambda(local, cfg.dataset))
 
 
 # --- the one best-shot search of each compared row (issue #86) ---------------------------------------------------
@@ -340,23 +312,6 @@ def _tuned(cfg, choices: dict, row: str):
     return cfg.replace(**{k: shot[k] for k in ("lr", "epochs") if k in shot})
 
 
-def weight_search(run, cfg, seed: int) -> tuple[dict, dict]:
-    """EC's weight for each of ``cfg.locals`` and ``cfg.ec_variants`` on the validation split (:func:`choose_lambdas`
-    from the paper's weight times each of ``cfg.lambda_scales``, along ``cfg.lambda_ladder``), each training one
-    :class:`~dml_tutorial.spec.RunSpec` run by ``run`` (:func:`run_spec`) on ``seed``. Returns the run's choices,
-    ``{"lambda": {local: weight}, "released lambda": {local: weight}}`` (:func:`weight` reads them), and the table
-    that chose them, for :func:`dml_tutorial.report.record`."""
-    def fit(loss_fn):
-        return run(RunSpec(WEIGHT_SEARCH, "", loss_fn, cfg, seed=seed, split="validation"))
-
-    chosen, table = choose_lambdas(fit, cfg.locals, cfg.ec_variants, cfg.lambda_scales, cfg.dataset,
-                                   dict(cfg.local_options), scale_ladder=cfg.lambda_ladder)
-    choices = {}
-    for (local, variant), lam in chosen.items():
-        choices.setdefault("lambda" if variant == "paper" else f"{variant} lambda", {})[local] = lam
-    return choices, table
-
-
 def _started(cfg, table: str, row: str, method, seed: int, lr: float | None = None, epochs: int | None = None,
              split: str = "main") -> RunSpec:
     """A run from the softmax-pretrained start (``cfg.pretrained_start``: its ``epochs`` of softmax pre-training
@@ -383,8 +338,9 @@ def start_rate_search(run, cfg, seed: int) -> tuple[float, dict]:
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
-    """Every training of the chapter after its searches, under the run's ``choices`` (:func:`weight_search`'s
-    weights, :func:`start_rate_search`'s ``"start lr"``), each on every seed, in the order the chapter runs them:
+    """Every training of the chapter after its searches, under the run's ``choices`` (:func:`best_shots`' rates,
+    lengths and weights, :func:`start_rate_search`'s ``"start lr"``), each on every seed, in the order the chapter
+    runs them:
 
     - Tables 4/5: each of ``cfg.locals`` without and with EC (at :func:`weight`), with its per-epoch curves; with
       the released variant among ``cfg.ec_variants``, also the released EC and its baseline, the released fc

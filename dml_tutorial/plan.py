@@ -135,9 +135,6 @@ def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan
     batch, shape, start = cfg.p * cfg.k, _shape(cfg), cfg.pretrained_start
     steps = _steps(cfg, n_train, batch)
     searches = []
-    if cfg.lambda_scales:  # EC's weight on the validation split, first seed only: each loss, variant and weight
-        runs = ladder.planned(cfg.lambda_scales, cfg.lambda_ladder) * len(cfg.locals) * len(cfg.ec_variants)
-        searches.append(Trainings(ecaml.WEIGHT_SEARCH, runs, steps, batch, cfg.model, shape))
     rates = (start or {}).get("lr_candidates") or ()
     if rates:  # the start's rate on its validation split: each loss at each rate, from that split's own start
         searches.append(Trainings(ecaml.START_RATE, len(cfg.locals) * len(rates), steps, batch, cfg.model, shape))

@@ -87,7 +87,7 @@ _FACES_AND_START = {"dataset_options": "each seed draws its 3 unseen faces (vary
 CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test faces (vary_faces)"},
                       **{chapter: _FACES_AND_START for chapter in ("eps", "noise_guarantees", "bench")},
                       "ecaml": {**_FACES_AND_START, "lambda_scales": "EC's weight searched with each row's rate and "
-                                "length (ecaml.best_shots), not alone",
+                                "length (ecaml.best_shots), not alone; the setting is gone",
                                 **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}},
                       "cbswr": {**_FACES_AND_START, **{k: "each arm's best shot (clustering.best_shots)"
                                                        for k in ("search_lrs", "search_lr_start", "search_lengths",
@@ -161,8 +161,8 @@ _PROFILES = {
                                 dropouts=(0.25,), dims=(16, 128), ec_variants=("paper", "released"),
                                 local_options={"npair": {"scale": 10.0}}, compare_with="CARS",
                                 pretrained_start={"epochs": 10, "lr": 1e-4, "head_lr_mult": 10, "lr_candidates": (1e-3, 1e-4), "held_out": 200})),
-        # 100 of the seen characters (as the paper's CUB and Cars train on about 100 classes); EC's weight for each
-        # loss and variant chosen on 25 of them held out (ecaml.choose_lambdas)
+        # 100 of the seen characters (as the paper's CUB and Cars train on about 100 classes); each compared row's
+        # rate, length and EC weight chosen on 25 of them held out (ecaml.best_shots, ECAML_SEARCH)
         "glyphs2": (GLYPHS2, dict(dataset_options={**GLYPHS2["dataset_options"], "train_characters": 100},
                                   epochs=10, batches_per_epoch=100, p=64, k=2,
                                   lambdas=(0.001, 0.01, 0.1, 1.0), dropouts=(0.25,), dims=(16, 128),

@@ -263,7 +263,6 @@ class ECAMLSettings(Settings):
     ec_variants: tuple[str, ...] = ("paper",)  # "paper" and/or "released"
     pretrained_start: Mapping | None = None  # the released code's softmax start (test bed I)
     held_out: int | None = None  # seen classes held out for EC's weight (None: no search)
-    lambda_scales: tuple[float, ...] | None = None  # the weight's candidates, times the paper's
     lambda_ladder: tuple[float, ...] | None = None  # ... and its walk
 
 

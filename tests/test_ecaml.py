@@ -3,7 +3,6 @@ quoted tables agree where the paper repeats a number."""
 
 from types import SimpleNamespace
 
-import numpy as np
 import pytest
 import torch
 
@@ -141,60 +140,6 @@ def test_the_triplets_miner_is_a_setting_and_the_released_one_is_the_layers():
         ecaml.triplet(z, y, miner="hardest")
 
 
-def test_ec_weight_is_chosen_for_each_loss_and_variant_on_its_own(monkeypatch):
-    """A stand-in training prefers a large weight for the printed EC and a small one for the released EC, so the
-    choice is known by hand; each (loss, variant) trains once per weight, at the paper's lambda times each scale."""
-    from types import SimpleNamespace
-
-    made = []
-
-    def fake_loss(local, lam, local_options=None, **variant):
-        made.append((local, lam, variant))
-        return SimpleNamespace(local=local, lam=lam, released=variant.get("ec") == "released")
-
-    monkeypatch.setattr(ecaml, "ecaml_loss", fake_loss)
-
-    def run(loss_fn):
-        return SimpleNamespace(metrics={"R@1": -loss_fn.lam if loss_fn.released else loss_fn.lam})
-
-    chosen, table = ecaml.choose_lambdas(run, ["triplet", "binomial"], ["paper", "released"], [0.1, 1.0, 10.0],
-                                         "cars196")
-    assert chosen[("triplet", "paper")] == pytest.approx(0.2) and chosen[("triplet", "released")] == pytest.approx(0.002)
-    assert chosen[("binomial", "paper")] == pytest.approx(1.3)
-    assert len(made) == 2 * 2 * 3 and {v.get("fc_unit_norm") for *_, v in made} == {None, 0.5}
-    assert list(table) == ["ECAML(Tri)", "ECAML(Tri), released EC", "ECAML(Binomial)", "ECAML(Binomial), released EC"]
-    assert list(table["ECAML(Tri)"]) == ["λ = 0.002", "λ = 0.02", "λ = 0.2"]
-    sop, _ = ecaml.choose_lambdas(run, ["npair"], ["paper"], [1.0], "sop")
-    assert sop[("npair", "paper")] == pytest.approx(0.03)  # a tenth of the paper's on SOP
-
-
-def test_ec_weight_walks_down_its_ladder_while_the_smallest_weight_tried_wins(monkeypatch):
-    """As on test bed II's seed 0, the smallest of a tenth, one and ten times the paper's wins; with a ladder the
-    search steps down until the best is flanked or the ladder ends. Worked by hand: the printed EC peaks at 0.01x
-    (flanked by 0.001x and 0.1x), the released EC keeps falling to the ladder's end, 0.001x."""
-    made = []
-
-    def fake_loss(local, lam, local_options=None, **variant):
-        made.append(lam)
-        return SimpleNamespace(lam=lam, released=variant.get("ec") == "released")
-
-    monkeypatch.setattr(ecaml, "ecaml_loss", fake_loss)
-    paper = ecaml.paper_lambda("triplet", "cars196")
-
-    def run(loss_fn):
-        scale = loss_fn.lam / paper
-        score = -scale if loss_fn.released else -abs(np.log10(scale) + 2)
-        return SimpleNamespace(metrics={"R@1": score})
-
-    ladder = [0.001, 0.01, 0.1, 1.0, 10.0, 100.0]
-    chosen, table = ecaml.choose_lambdas(run, ["triplet"], ["paper", "released"], [0.1, 1.0, 10.0], "cars196",
-                                         scale_ladder=ladder)
-    assert chosen[("triplet", "paper")] == pytest.approx(0.01 * paper)
-    assert chosen[("triplet", "released")] == pytest.approx(0.001 * paper)
-    assert [lam / paper for lam in made] == pytest.approx([0.1, 1, 10, 0.01, 0.001] * 2)  # the order tried
-    assert list(table["ECAML(Tri)"]) == [f"λ = {paper * s:g}" for s in (0.001, 0.01, 0.1, 1, 10)]
-
-
 def test_the_variants_build_losses_the_training_can_call():
     for variant in ecaml.VARIANTS.values():
         assert callable(ecaml.ecaml_loss("triplet", 0.02, **variant))
@@ -228,7 +173,8 @@ def test_the_chapters_grid_declares_each_run_once_in_the_order_it_runs():
 
 def test_the_grid_trains_what_the_searches_chose_and_the_start_as_declared():
     cfg = profiles.settings("ecaml", "glyphs")
-    choices = {"lambda": {"npair": 0.03}, "released lambda": {"npair": 0.5}, "start lr": 3e-3}
+    choices = {"best shot": {"ECAML(N-Pair)": {"values": {"lambda": 0.03}},
+                             "ECAML(N-Pair), released EC": {"values": {"lambda": 0.5}}}, "start lr": 3e-3}
     specs = {s.key[1:]: s for s in ecaml.grid(cfg, [0], choices)}
     assert _weight(specs[("ECAML(N-Pair)", "")]) == 0.03 and _weight(specs[("ECAML(N-Pair), released EC", "")]) == 0.5
     assert _weight(specs[("ECAML(Binomial)", "")]) == ecaml.LAMBDA["binomial"]  # not searched: the paper's
@@ -299,19 +245,3 @@ def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_n
     main_run = next(s for s in ecaml.grid(cfg, [0]) if s.table == ecaml.MAIN)
     run(main_run)
     assert trained[-1][4:] == (None, True)  # no start, its curves
-
-
-def test_the_weight_search_trains_on_the_validation_split_and_returns_the_choices_as_data():
-    cfg = profiles.settings("ecaml", "glyphs2").replace(locals=("triplet",), lambda_scales=(0.1, 1.0, 10.0))
-    seen = []
-
-    def run(spec):
-        seen.append((spec.split, spec.seed, spec.table))
-        lam = _weight(spec)
-        return SimpleNamespace(metrics={"R@1": -abs(np.log10(lam / 0.02 + 1e-12) + 1)})  # best at a tenth
-
-    choices, table = ecaml.weight_search(run, cfg, 4)
-    assert set(seen) == {("validation", 4, ecaml.WEIGHT_SEARCH)}
-    assert choices == {"lambda": {"triplet": pytest.approx(0.002)}, "released lambda": {"triplet": pytest.approx(0.002)}}
-    assert list(table) == ["ECAML(Tri)", "ECAML(Tri), released EC"]
-    assert _weight(next(s for s in ecaml.grid(cfg, [0], choices) if s.row == "ECAML(Tri)")) == pytest.approx(0.002)
