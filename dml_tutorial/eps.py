@@ -11,13 +11,14 @@ package EPS is the ``positives="easy"`` option of the losses (:func:`dml_tutoria
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import replace
 from functools import partial
 
 import numpy as np
 import torch
 
-from . import experiment, losses, metrics
+from . import experiment, losses, metrics, search
 from ._checks import check_embeddings
 from .distances import pairwise_distances
 from .objective import Objective
@@ -87,8 +88,8 @@ def variant_label(name: str, eps: bool, options: dict) -> str:
     return f"{label(name, eps)} ({settings})"
 
 
-#: The arms whose setting :func:`choose_settings` chooses: the loss with EPS, without it as the paper's baselines
-#: sample positives, and without it with every positive pair (the "original papers" reading of section 5.2.2).
+#: The arms of Table 2, each searched on its own (:func:`best_shots`): the loss with EPS, without it as the paper's
+#: baselines sample positives, and without it with every positive pair (the "original papers" reading of 5.2.2).
 ARMS = {"EPS": {"eps": True}, "baseline": {"eps": False}, "all positives": {"eps": False, "baseline_positives": "all"}}
 
 
@@ -96,31 +97,6 @@ def arm_label(name: str, arm: str) -> str:
     """The table row of ``name`` in ``arm`` of :data:`ARMS` (``Trip. + SH, all positives`` for the third)."""
     row = label(name, ARMS[arm]["eps"])
     return f"{row}, all positives" if arm == "all positives" else row
-
-
-def choose_settings(run, candidates: dict, options: dict, arms=tuple(ARMS), metric: str = "R@1") -> tuple:
-    """Each arm's own setting, so that EPS and its baselines each get their best shot (issue #48: EPS shared its
-    baseline's setting, chosen for the baseline). For every loss of ``candidates`` (``{loss: {knob: [values]}}``,
-    one knob a loss) and every arm of ``arms`` (:data:`ARMS`), ``run(loss_fn)`` trains once on a validation split
-    at each value, the loss's other settings ``options[loss]``; the value with the highest ``metric`` wins (ties:
-    the first listed). Returns ``({(loss, arm): {knob: value}}, {row: {"knob = value": [metric]}})``, the second
-    for :func:`dml_tutorial.report.record`."""
-    chosen, table = {}, {}
-    for name, knobs in candidates.items():
-        if len(knobs) != 1:
-            raise ValueError(f"one knob a loss, got {sorted(knobs)} for {name!r}")
-        ((knob, values),) = knobs.items()
-        trained = {}  # positives -> the arm that trained them (MS's baseline already takes every positive pair)
-        for arm in arms:
-            same = trained.setdefault(positives_of(name, arm), arm)
-            if same != arm:
-                chosen[(name, arm)] = chosen[(name, same)]
-                continue
-            scores = [run(loss_fn=eps_loss(name, **ARMS[arm], **{**options.get(name, {}), knob: v})).metrics[metric]
-                      for v in values]
-            chosen[(name, arm)] = {knob: values[int(np.argmax(scores))]}  # argmax: the first of equal scores
-            table[arm_label(name, arm)] = {f"{SYMBOLS.get(knob, knob)} = {v:g}": [m] for v, m in zip(values, scores)}
-    return chosen, table
 
 
 def positives_of(name: str, arm: str) -> str:
@@ -281,12 +257,10 @@ def noise_column(n) -> str:
 
 def arms(cfg, choices: dict | None = None) -> list[tuple]:
     """Table 2's pairs of rows, ``(row without EPS, row with EPS, loss, settings without, settings with)``: each of
-    ``cfg.losses`` at the profile's ``loss_options`` and each arm's knob chosen by :func:`choose_settings`
-    (``choices[(loss, arm)]``), then each of ``cfg.loss_variants`` at its own settings."""
-    choices = choices or {}
-
+    ``cfg.losses`` at the profile's ``loss_options`` and each arm's knob chosen by :func:`best_shots`, then each of
+    ``cfg.loss_variants`` at its own settings."""
     def own(name, arm):
-        return {**cfg.loss_options.get(name, {}), **choices.get((name, arm), {})}
+        return {**cfg.loss_options.get(name, {}), **_knob(choices, arm_label(name, arm))}
 
     out = [(label(n, False), label(n, True), n, own(n, "baseline"), own(n, "EPS")) for n in cfg.losses]
     return out + [(variant_label(n, False, v), variant_label(n, True, v), n, dict(v), dict(v))
@@ -310,24 +284,111 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     rows += [(SUBCLUSTERS, label(name, use), noise_column(n), eps_loss(name, use), modes,
               {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
              for n in cfg.subcluster_noise for name in ("triplet", "margin") for use in (False, True)]
-    pairs = arms(cfg, choices)
-    rows += [(MAIN, row, "", eps_loss(name, use, **settings), cfg, {"p": p, "k": k})
+    pairs = arms(cfg, choices)  # each Table 2 row at its arm's best shot; the superclasses and Fig. 3b at theirs
+    rows += [(MAIN, row, "", eps_loss(name, use, **settings), _tuned(cfg, choices, row), {"p": p, "k": k})
              for without, with_eps, name, *both in pairs
              for row, use, settings in zip((without, with_eps), (False, True), both)]
-    own = {(n, "all positives"): {**cfg.loss_options.get(n, {}), **(choices or {}).get((n, "all positives"), {})}
-           for n in cfg.losses}
-    rows += [(MAIN, f"{label(n, False)}, all positives", "", eps_loss(n, False, "all", **own[(n, "all positives")]),
-              cfg, {"p": p, "k": k}) for n in cfg.all_positives if n in cfg.losses]
+    every = [(n, arm_label(n, "all positives")) for n in cfg.all_positives if n in cfg.losses]
+    rows += [(MAIN, row, "", eps_loss(n, False, "all", **{**cfg.loss_options.get(n, {}), **_knob(choices, row)}),
+              _tuned(cfg, choices, row), {"p": p, "k": k}) for n, row in every]
     if cfg.superclasses:
         sup = cfg.superclasses
-        rows += [(SUPERCLASSES, row, "", eps_loss(name, use, **settings), cfg, {"p": sup["p"], "k": sup["k"]})
+        rows += [(SUPERCLASSES, row, "", eps_loss(name, use, **settings), _tuned(cfg, choices, row),
+                  {"p": sup["p"], "k": sup["k"]})
                  for without, with_eps, name, *both in pairs[:len(cfg.losses)]
                  for row, use, settings in zip((without, with_eps), (False, True), both)]
-    margin = eps_loss("margin", True, **cfg.loss_options.get("margin", {}))
-    rows += [(POSITIVES, label("margin", True), n, margin, cfg.replace(batches_per_epoch=cfg.positives_batches),
+    row = label("margin", True)
+    margin = eps_loss("margin", True, **{**cfg.loss_options.get("margin", {}), **_knob(choices, row)})
+    rows += [(POSITIVES, row, n, margin, _tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
               {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
     return [RunSpec(table, row, method, settings, column, seed=s, split=SPLITS[table], options=options)
             for table, row, column, method, settings, options in rows for s in seeds]
+
+
+# --- the one best-shot search of each arm of Table 2 (issue #86) ---------------------------------------------------
+#: The table of the arms' searches.
+BEST_SHOT = "each arm's best shot"
+
+
+def searched_arms(cfg) -> dict:
+    """``{row: (loss, arm)}``: the rows of Table 2 that claims compare, each searched as its own arm: each of
+    ``cfg.losses`` with EPS and without (the paper's baseline positives), and with every positive pair for those
+    of ``cfg.all_positives``."""
+    out = {}
+    for n in cfg.losses:
+        arms_ = ("baseline", "EPS") + (("all positives",) if n in cfg.all_positives else ())
+        out.update({arm_label(n, arm): (n, arm) for arm in arms_})
+    return out
+
+
+def search_rule(cfg, name: str) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of an arm of loss ``name``: its rate, length and knob (the one
+    of ``cfg.knob_candidates[name]``, from the loss's own value along the candidates), on the validation split's
+    unseen R@1; ``None`` where the profile searches nothing (no ``search_lrs``)."""
+    if not cfg.search_lrs:
+        return None
+    knob = None
+    if candidates := (cfg.knob_candidates or {}).get(name):
+        if len(candidates) != 1:
+            raise ValueError(f"one knob a loss, got {sorted(candidates)} for {name!r}")
+        ((knob_name, values),) = candidates.items()
+        own = {**LOSSES[name].keywords, **cfg.loss_options.get(name, {})}.get(knob_name)
+        start = own if own is not None and np.isclose(own, values).any() else values[0]
+        knob = search.Axis(knob_name, tuple(values), (start,))
+    return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths, knob,
+                         cfg.search_every)
+
+
+def _arm_spec(cfg, row: str, seed: int) -> RunSpec:
+    name, arm = searched_arms(cfg)[row]
+    return RunSpec(BEST_SHOT, row, eps_loss(name, **ARMS[arm], **cfg.loss_options.get(name, {})), cfg, seed=seed,
+                   options={"p": cfg.p, "k": cfg.k})
+
+
+def _vary(spec: RunSpec, knob: str, value, *, name: str, arm: str) -> RunSpec:
+    """A trial's knob: the arm's loss rebuilt at ``value``."""
+    options = {**spec.settings.loss_options.get(name, {}), knob: value}
+    return dataclasses.replace(spec, method=eps_loss(name, **ARMS[arm], **options))
+
+
+def best_shots(cfg, seed: int, run) -> dict:
+    """Each arm of Table 2 (:func:`searched_arms`) at its best shot (:func:`dml_tutorial.search.best_shot` under
+    :func:`search_rule`) on the validation split, on ``seed``, each trial run by ``run``. Returns the run's
+    choices, ``{"best shot": {row: Choice as data}}`` (``{}`` where the profile searches nothing)."""
+    chosen = {}
+    for row, (name, arm) in searched_arms(cfg).items():
+        if (rule := search_rule(cfg, name)) is not None:
+            vary = partial(_vary, name=name, arm=arm)
+            chosen[row] = search.best_shot(_arm_spec(cfg, row, seed), rule, run, vary).as_data()
+    return {"best shot": chosen} if chosen else {}
+
+
+def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+    """The trials :func:`best_shots` makes whatever the scores, for the plan (the walks': :func:`unplanned`)."""
+    return [trial for row, (name, arm) in searched_arms(cfg).items() if (rule := search_rule(cfg, name))
+            for trial in search.starting_trials(_arm_spec(cfg, row, seed), rule, partial(_vary, name=name, arm=arm))]
+
+
+def unplanned(cfg, choices: dict) -> int:
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    found = searched_arms(cfg)
+    return sum(search.unplanned(search.Choice(**data), search_rule(cfg, found[row][0]))
+               for row, data in choices.get("best shot", {}).items())
+
+
+def _shot(choices: dict | None, row: str) -> dict:
+    return dict((choices or {}).get("best shot", {}).get(row, {}).get("values", {}))
+
+
+def _knob(choices: dict | None, row: str) -> dict:
+    """The loss setting ``row``'s search chose (its knob), ``{}`` where none searched it."""
+    return {k: v for k, v in _shot(choices, row).items() if k not in ("lr", "epochs")}
+
+
+def _tuned(cfg, choices: dict | None, row: str):
+    """The profile's settings at ``row``'s chosen rate and length (as they are where none was searched)."""
+    shot = _shot(choices, row)
+    return cfg.replace(**{k: shot[k] for k in ("lr", "epochs") if k in shot})
 
 
 def run_spec(splits: dict, device="auto"):
@@ -339,8 +400,10 @@ def run_spec(splits: dict, device="auto"):
 
 
 def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto"):
-    """:func:`run_spec`'s runner."""
-    o = spec.options
-    return experiment.train_and_retrieve(splits[spec.split], spec.method, spec.settings, p=o["p"], k=o["k"],
-                                         seed=spec.seed, device=device, progress=progress, checkpoint=checkpoint,
-                                         noise=o.get("noise"))
+    """:func:`run_spec`'s runner; a search's trial (``options["curve"]``) records the R@1 of its split's test side
+    at every checkpoint (:func:`dml_tutorial.experiment.recall_checkpoint`)."""
+    o, data = spec.options, splits[spec.split]
+    evaluate = experiment.recall_checkpoint(data.test, o["curve"], spec.settings) if "curve" in o else None
+    return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=spec.seed,
+                                         device=device, progress=progress, checkpoint=checkpoint,
+                                         noise=o.get("noise"), evaluate=evaluate)

@@ -147,7 +147,7 @@ def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan
     return searches + from_specs(specs, cfg, n_train)
 
 
-def _eps(cfg, n_train):  # each arm's knob (the validation split, first seed), then the grid, each on its own split
+def _eps(cfg, n_train):  # each arm's search's first trials (the validation split), then the grid, each on its split
     odd = TRAIN_IMAGES.get(cfg.even_odd_dataset, 1_797) * 6 // 10  # about the digits 0-5 (steps only)
     sizes = {eps.SPLITS[eps.EVEN_ODD]: (odd, _shape(cfg, cfg.even_odd_dataset)),
              eps.SPLITS[eps.SUBCLUSTERS]: (4 * 3 * 100 // 2, (2,))}  # 4 classes x 3 modes x 100, half for training
@@ -156,16 +156,8 @@ def _eps(cfg, n_train):  # each arm's knob (the validation split, first seed), t
         n, shape = sizes.get(spec.split, (n_train, _shape(cfg)))
         return supervised(spec, n, batch=spec.options["p"] * spec.options["k"], shape=shape)
 
-    searches = _arm_settings(cfg, n_train, cfg.p * cfg.k, _shape(cfg))
-    return searches + from_specs(eps.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timing)
-
-
-def _arm_settings(cfg, n_train, batch, shape):  # EPS: each arm's knob on the validation split, first seed only
-    candidates = cfg.get("knob_candidates") or {}
-    runs = sum(len(values) * len({eps.positives_of(name, arm) for arm in eps.ARMS})
-               for name, knobs in candidates.items() for values in knobs.values())
-    return [Trainings("each arm's setting", runs, _steps(cfg, n_train, batch), batch, cfg["model"], shape)] if runs \
-        else []
+    specs = eps.best_shot_trials(cfg, 0) + eps.grid(cfg, range(cfg.n_seeds))  # the searches' first trials, the grid
+    return from_specs(specs, cfg, n_train, timing)
 
 
 def _cbswr(cfg, n_train):  # the chapter's declared grid: the searches' first trials, then everything after them

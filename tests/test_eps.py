@@ -207,51 +207,47 @@ def test_positives_runs_keep_the_images_per_step_where_the_profile_fixes_them():
         eps.classes_per_batch({**colab, "positives_images": 60}, 40)
 
 
-def test_each_arm_gets_its_own_setting_and_a_record_of_every_trial():
-    """A stand-in training scores a setting by a made-up preference of each arm (EPS likes a large margin, its
-    baselines a small one), so the choice is known by hand. MS's baseline already takes every positive pair: its
-    "all positives" arm is that baseline, trained once."""
-    from types import SimpleNamespace
+def test_each_arm_is_searched_on_its_own_and_the_grid_trains_each_row_at_its_choice():
+    """Issue #86: every arm of Table 2 (with EPS, without it, and with every positive pair where the profile runs
+    that) has its own best shot, its rate, length and loss knob on the validation split; a stand-in training scores
+    a margin by a made-up preference of each arm (EPS likes a large one, its baselines a small one), so the choice is
+    known by hand. The grid trains each row at its arm's choice: Table 2, the superclasses and Fig. 3b."""
+    from dml_tutorial import train
 
-    calls = []
-
-    def run(loss_fn):
-        keywords = loss_fn.local_fn.keywords
-        calls.append((loss_fn.__name__, keywords.get("margin", keywords.get("lam"))))
-        value = keywords.get("margin", keywords.get("lam"))
-        score = value if keywords["positives"] == "easy" else -value
-        return SimpleNamespace(metrics={"R@1": score})
-
-    candidates = {"triplet": {"margin": [0.1, 0.2, 0.4]}, "ms": {"lam": [0.5, 1.0]}}
-    options = {"triplet": {"negatives": "semihard-random"}}
-    chosen, table = eps.choose_settings(run, candidates, options)
-    assert chosen[("triplet", "EPS")] == {"margin": 0.4} and chosen[("triplet", "baseline")] == {"margin": 0.1}
-    assert chosen[("triplet", "all positives")] == {"margin": 0.1}
-    assert chosen[("ms", "EPS")] == {"lam": 1.0} and chosen[("ms", "baseline")] == {"lam": 0.5}
-    assert chosen[("ms", "all positives")] == chosen[("ms", "baseline")]  # the same arm: not trained twice
-    assert len(calls) == 3 * 3 + 2 * 2
-    assert set(table) == {"Trip. + SH", "EPS + Trip. + SH", "Trip. + SH, all positives", "MS", "EPS + MS"}
-    assert table["EPS + Trip. + SH"] == {"α = 0.1": [0.1], "α = 0.2": [0.2], "α = 0.4": [0.4]}
-    with pytest.raises(ValueError, match="one knob a loss"):
-        eps.choose_settings(run, {"triplet": {"margin": [0.1], "negatives": ["semihard-band"]}}, {})
-
-
-def test_the_chosen_setting_reaches_the_loss_and_keeps_the_profiles_others():
+    cfg = profiles.settings("eps", "glyphs2").replace(losses=("triplet",))
     seen = []
 
-    def run(loss_fn):
-        seen.append(dict(loss_fn.local_fn.keywords))
-        return type("R", (), {"metrics": {"R@1": 0.5}})()
+    def run(trial):
+        seen.append(trial)
+        keywords = trial.method.local_fn.keywords
+        margin = keywords["margin"] if keywords["positives"] == "easy" else -keywords["margin"]
+        score = margin - abs(np.log10(trial.settings.lr / 1e-3))
+        return experiment.Run({}, None, train.History([{"epoch": e, "R@1": score + min(e, 10) / 1e3}
+                                                       for e in range(5, trial.settings.epochs + 1, 5)]))
 
-    eps.choose_settings(run, {"triplet": {"margin": [0.3]}}, {"triplet": {"negatives": "semihard-random"}},
-                        arms=("all positives",))
-    assert seen == [{"margin": 0.3, "negatives": "semihard-random", "positives": "all"}]
+    choices = eps.best_shots(cfg, 2, run)
+    shot = {row: c["values"] for row, c in choices["best shot"].items()}
+    assert shot == {"Trip. + SH": {"lr": 1e-3, "margin": 0.05, "epochs": 10},
+                    "EPS + Trip. + SH": {"lr": 1e-3, "margin": 0.8, "epochs": 10},
+                    "Trip. + SH, all positives": {"lr": 1e-3, "margin": 0.05, "epochs": 10}}
+    assert all(t.split == "validation" and t.seed == 2 and (t.options["p"], t.options["k"]) == (cfg.p, cfg.k)
+               for t in seen)
+    assert len(eps.best_shot_trials(cfg, 2)) + eps.unplanned(cfg, choices) == len(seen)
+    first = {s.key: s for s in eps.grid(cfg, [2], choices)}
+    main = first[(eps.MAIN, "EPS + Trip. + SH", "")]
+    assert main.method.local_fn.keywords["margin"] == 0.8 and main.settings.epochs == 10
+    assert first[(eps.MAIN, "Trip. + SH, all positives", "")].method.local_fn.keywords["positives"] == "all"
+    assert first[(eps.SUPERCLASSES, "Trip. + SH", "")].method.local_fn.keywords["margin"] == 0.05
+    with pytest.raises(ValueError, match="one knob a loss"):
+        eps.search_rule(cfg.replace(knob_candidates={"triplet": {"margin": [0.1], "beta": [1.0]}}), "triplet")
+    assert eps.search_rule(profiles.settings("eps", "smoke"), "triplet") is None
 
 
 def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches():
     """eps.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it."""
     cfg = profiles.settings("eps", "glyphs2")
-    choices = {("triplet", "EPS"): {"margin": 0.4}, ("triplet", "all positives"): {"margin": 0.05}}
+    choices = {"best shot": {"EPS + Trip. + SH": {"values": {"margin": 0.4}},
+                             "Trip. + SH, all positives": {"values": {"margin": 0.05}}}}
     specs = eps.grid(cfg, [0, 1], choices)
     assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
     assert list(dict.fromkeys(s.table for s in specs)) == [eps.EVEN_ODD, eps.SUBCLUSTERS, eps.MAIN,
