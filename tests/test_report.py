@@ -382,8 +382,9 @@ def test_each_test_bed_ii_profile_has_ten_seeds_of_its_own_split_and_the_start(c
 
 
 def test_the_summary_counts_the_words_of_the_verdict_table():
-    """book/results/summary.md counts, per paper and scale, the words the verdict table prints: regenerated from
-    the committed runs, each count is read back here from the two pages and compared."""
+    """book/results/summary.md gives, per paper, each claim's word on the deciding scale (test bed II) with its
+    gain, and counts the words of the other scales: regenerated from the committed runs, each is read back here
+    from the two pages and compared."""
     import re as regex
 
     from helpers import verdict_cells
@@ -394,7 +395,16 @@ def test_the_summary_counts_the_words_of_the_verdict_table():
     checked = 0
     for chapter in claims.CLAIMS:
         section = summary.split(f"## {claims.NAMES[chapter]}\n", 1)[1].split("\n## ", 1)[0]
+        for claim in claims.CLAIMS[chapter]:  # the deciding scale: claim by claim, as the verdict table words it
+            cell = table.get((plots.label_tex(claim.text), report.DECIDING))
+            word = next((w for w in evidence.WORDS if cell and cell.startswith(w)), None)
+            if word:
+                line = next(x for x in section.splitlines() if x.startswith(f"- {plots.label_tex(claim.text)}: **"))
+                assert line.split("**")[1].split(",")[0] == word and cell.split("(")[1].split(",")[0] in line
+                checked += 1
         for profile, scale in report.SUMMARY_SCALES.items():
+            if profile == report.DECIDING:
+                continue
             said = regex.search(rf"on {regex.escape(scale)}: ([^;.]*)", section)
             cells = [cell for (claim, p), cell in table.items() if p == profile and names.get(claim) == chapter]
             if cells and all(cell == report.NO_ANSWER_MARK for cell in cells):  # said once under the table
