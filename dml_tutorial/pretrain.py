@@ -12,10 +12,12 @@ random initialisation, as the new fc does.
 
 The seen classes are the ones the metric loss trains on afterwards, never the unseen test classes.
 
-Test bed II has a start of its own, closer to ImageNet's role (:data:`STARTS`): a trunk pretrained once on
-characters and faces that the test bed never tests on, built by ``dml-tutorial pretrain glyphs2`` (about a minute on
-2 cores), kept under ``data/pretrained/`` with the SHA-256 of its weights, and loaded by every run whose profile
-names it (``cfg["start"]``, :func:`load_start`); its features, not fine-tuned, are a reference row of each table.
+Test bed II has a start of its own, closer to ImageNet's role (:data:`STARTS`): a trunk pretrained on characters
+and faces that the test bed never tests on, one a seed since 0.23.0 (``glyphs2-seeded``: without the faces that seed
+tests on), built by ``dml-tutorial pretrain glyphs2-seeded --seed S`` or on first use (about a minute on 2 cores),
+kept under ``data/pretrained/`` with the SHA-256 of its weights, and loaded by every run whose profile names it
+(``cfg["start"]``, :func:`load_start` with the run's seed); its features, not fine-tuned, are a reference row of
+each table.
 """
 
 from __future__ import annotations
