@@ -77,3 +77,20 @@ def test_each_chapter_links_its_reproduction_notes_which_hold_the_reference_mate
     notes = (ROOT / "book" / "notes.md").read_text()
     section = notes.split(f"({chapter}-notes)=")[1].split("-notes)=")[0]
     assert "### What each profile runs" in section and "### Running the paper-scale version" in section
+
+
+def test_the_intros_reading_times_are_the_chapters_own():
+    """book/intro.md gives each chapter's reading time (#87: minutes per chapter in the introduction), as the shared
+    count gives it (folded cells closed, dropdowns read); it may be one minute off, never more, so a chapter that
+    grows or shrinks sends whoever changed it to the introduction."""
+    import re
+
+    intro = (ROOT / "book" / "intro.md").read_text()
+    table = intro.split("## Chapters", 1)[1].split("\n## ", 1)[0]
+    said = [int(m) for m in re.findall(r"\| about (\d+) min \|", table)]
+    notebooks = sorted((ROOT / "notebooks").glob("0*.ipynb"))
+    assert len(said) == len(notebooks), (said, [n.stem for n in notebooks])
+    for minutes, notebook in zip(said, notebooks):
+        actual = measure(notebook, folds=False)["minutes"]
+        assert abs(minutes - actual) <= 1, f"{notebook.stem}: the introduction says {minutes} min, it reads {actual:.1f}"
+
