@@ -492,15 +492,14 @@ def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
 
 def unplanned(cfg, choices: dict) -> int:
     """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
-    return sum(search.unplanned(search.Choice(**data), search_rule(cfg, method))
-               for method, data in choices.get("best shot", {}).items())
+    return search.walked(choices, lambda method: search_rule(cfg, method))
 
 
 def _best(choices: dict, method: str) -> dict:
     """The settings ``method``'s search chose (:func:`best_shots`), ``{}`` where none searched it."""
-    values = dict((choices or {}).get("best shot", {}).get(method, {}).get("values", {}))
-    if method == "CBSwR" and "CBS" in (choices or {}).get("best shot", {}):
-        values.setdefault("tau", choices["best shot"]["CBS"]["values"].get("tau"))
+    values = search.chosen(choices, method)
+    if method == "CBSwR":  # searched on CBS's chosen temperature
+        values.setdefault("tau", search.chosen(choices, "CBS").get("tau"))
     return {k: v for k, v in values.items() if v is not None}
 
 

@@ -219,7 +219,7 @@ def _loss(cfg, local: str, lam: float | None, variant: str = "paper", **changes)
 def weight(cfg, choices: dict, local: str, variant: str = "paper") -> float:
     """EC's weight for ``local`` and ``variant`` in this run: its row's best shot (:func:`best_shots`), else the
     paper's (:func:`paper_lambda`)."""
-    shot = _shot(choices, label(local) + ("" if variant == "paper" else f", {variant} EC"))
+    shot = search.chosen(choices, label(local) + ("" if variant == "paper" else f", {variant} EC"))
     return shot.get("lambda", paper_lambda(local, cfg.dataset))
 
 
@@ -297,19 +297,7 @@ def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
 def unplanned(cfg, choices: dict) -> int:
     """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
     found = arms(cfg)
-    return sum(search.unplanned(search.Choice(**data), search_rule(cfg, *found[row][:2]))
-               for row, data in choices.get("best shot", {}).items())
-
-
-def _shot(choices: dict, row: str) -> dict:
-    """The values ``row``'s search chose (``{}`` where none searched it)."""
-    return dict((choices or {}).get("best shot", {}).get(row, {}).get("values", {}))
-
-
-def _tuned(cfg, choices: dict, row: str):
-    """The profile's settings at ``row``'s chosen rate and length (as they are where none was searched)."""
-    shot = _shot(choices, row)
-    return cfg.replace(**{k: shot[k] for k in ("lr", "epochs") if k in shot})
+    return search.walked(choices, lambda row: search_rule(cfg, *found[row][:2]))
 
 
 def _started(cfg, table: str, row: str, method, seed: int, lr: float | None = None, epochs: int | None = None,
@@ -359,26 +347,26 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     for local in cfg.locals:
         curves = {"curves": True}  # seen and unseen R@1 and EC's pull after every epoch (Fig. 2)
         base, ec = label(local, 0.0), label(local)
-        main += [(MAIN, base, "", _loss(cfg, local, 0.0), _tuned(cfg, choices, base), curves),
-                 (MAIN, ec, "", _loss(cfg, local, weight(cfg, choices, local)), _tuned(cfg, choices, ec), curves)]
-        if _shot(choices, ec):  # the searched weight's row, and EC at the paper's weight at its rate and length
+        main += [(MAIN, base, "", _loss(cfg, local, 0.0), search.tuned(cfg, choices, base), curves),
+                 (MAIN, ec, "", _loss(cfg, local, weight(cfg, choices, local)), search.tuned(cfg, choices, ec), curves)]
+        if search.chosen(choices, ec):  # the searched weight's row, and EC at the paper's weight at its rate and length
             main += [(MAIN, ec + AT_PAPER, "", _loss(cfg, local, paper_lambda(local, cfg.dataset)),
-                      _tuned(cfg, choices, ec), {})]
+                      search.tuned(cfg, choices, ec), {})]
         if "released" in cfg.ec_variants:  # EC as the authors' code computes it, and its baseline
             released, fc = label(local) + ", released EC", label(local, 0.0) + ", fc unit norm"
             main += [(MAIN, released, "", _loss(cfg, local, weight(cfg, choices, local, "released"), "released"),
-                      _tuned(cfg, choices, released), curves),
-                     (MAIN, fc, "", _loss(cfg, local, 0.0, fc_unit_norm=0.5), _tuned(cfg, choices, fc), {})]
+                      search.tuned(cfg, choices, released), curves),
+                     (MAIN, fc, "", _loss(cfg, local, 0.0, fc_unit_norm=0.5), search.tuned(cfg, choices, fc), {})]
     local, base = cfg.ablation_loss, BASE_LOSS
     # Table 1 with the loss of Tables 4/5 (its miner), at EC's chosen rate and length; Tables 2-3 at the binomial
     # rows' own (without EC: the baseline's; with EC: EC's)
     ablations = [(LAMBDA_TABLE, label(local, lam), f"{lam:g}", _loss(cfg, local, lam),
-                  _tuned(cfg, choices, label(local)), {}) for lam in cfg.lambdas if lam != LAMBDA[local]]
+                  search.tuned(cfg, choices, label(local)), {}) for lam in cfg.lambdas if lam != LAMBDA[local]]
     ablations += [(DROPOUT_TABLE, f"Binomial + dropout {p:g}", "", _loss(cfg, base, 0.0),
-                   _tuned(cfg, choices, label(base, 0.0)).replace(dropout=p), {}) for p in cfg.dropouts]
+                   search.tuned(cfg, choices, label(base, 0.0)).replace(dropout=p), {}) for p in cfg.dropouts]
     ablations += [(DIM_TABLE, label(base, lam), f"d = {d}",
                    _loss(cfg, base, lam if lam == 0 else paper_lambda(base, cfg.dataset)),
-                   _tuned(cfg, choices, label(base, lam)).replace(dim=d), {})
+                   search.tuned(cfg, choices, label(base, lam)).replace(dim=d), {})
                   for d in cfg.dims if d != cfg.dim for lam in (0.0, None)]
     return _each_seed(main, seeds) + _started_grid(cfg, seeds, choices.get("start lr")) + _each_seed(ablations, seeds)
 

@@ -285,21 +285,21 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
               {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
              for n in cfg.subcluster_noise for name in ("triplet", "margin") for use in (False, True)]
     pairs = arms(cfg, choices)  # each Table 2 row at its arm's best shot; the superclasses and Fig. 3b at theirs
-    rows += [(MAIN, row, "", eps_loss(name, use, **settings), _tuned(cfg, choices, row), {"p": p, "k": k})
+    rows += [(MAIN, row, "", eps_loss(name, use, **settings), search.tuned(cfg, choices, row), {"p": p, "k": k})
              for without, with_eps, name, *both in pairs
              for row, use, settings in zip((without, with_eps), (False, True), both)]
     every = [(n, arm_label(n, "all positives")) for n in cfg.all_positives if n in cfg.losses]
     rows += [(MAIN, row, "", eps_loss(n, False, "all", **{**cfg.loss_options.get(n, {}), **_knob(choices, row)}),
-              _tuned(cfg, choices, row), {"p": p, "k": k}) for n, row in every]
+              search.tuned(cfg, choices, row), {"p": p, "k": k}) for n, row in every]
     if cfg.superclasses:
         sup = cfg.superclasses
-        rows += [(SUPERCLASSES, row, "", eps_loss(name, use, **settings), _tuned(cfg, choices, row),
+        rows += [(SUPERCLASSES, row, "", eps_loss(name, use, **settings), search.tuned(cfg, choices, row),
                   {"p": sup["p"], "k": sup["k"]})
                  for without, with_eps, name, *both in pairs[:len(cfg.losses)]
                  for row, use, settings in zip((without, with_eps), (False, True), both)]
     row = label("margin", True)
     margin = eps_loss("margin", True, **{**cfg.loss_options.get("margin", {}), **_knob(choices, row)})
-    rows += [(POSITIVES, row, n, margin, _tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
+    rows += [(POSITIVES, row, n, margin, search.tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
               {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
     return [RunSpec(table, row, method, settings, column, seed=s, split=SPLITS[table], options=options)
             for table, row, column, method, settings, options in rows for s in seeds]
@@ -372,23 +372,12 @@ def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
 def unplanned(cfg, choices: dict) -> int:
     """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
     found = searched_arms(cfg)
-    return sum(search.unplanned(search.Choice(**data), search_rule(cfg, found[row][0]))
-               for row, data in choices.get("best shot", {}).items())
-
-
-def _shot(choices: dict | None, row: str) -> dict:
-    return dict((choices or {}).get("best shot", {}).get(row, {}).get("values", {}))
+    return search.walked(choices, lambda row: search_rule(cfg, found[row][0]))
 
 
 def _knob(choices: dict | None, row: str) -> dict:
     """The loss setting ``row``'s search chose (its knob), ``{}`` where none searched it."""
-    return {k: v for k, v in _shot(choices, row).items() if k not in ("lr", "epochs")}
-
-
-def _tuned(cfg, choices: dict | None, row: str):
-    """The profile's settings at ``row``'s chosen rate and length (as they are where none was searched)."""
-    shot = _shot(choices, row)
-    return cfg.replace(**{k: shot[k] for k in ("lr", "epochs") if k in shot})
+    return {k: v for k, v in search.chosen(choices, row).items() if k not in ("lr", "epochs")}
 
 
 def run_spec(splits: dict, device="auto"):

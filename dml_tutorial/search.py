@@ -165,6 +165,25 @@ def unplanned(choice: Choice, rule: Search) -> int:
     return len(choice.trials) - rule.planned()
 
 
+def chosen(choices: dict | None, row: str) -> dict:
+    """The values ``row``'s search chose, read from a run's ``choices`` (``{"best shot": {row: Choice as data}}``,
+    as a chapter's ``best_shots`` returns them and the run file keeps them); ``{}`` where none searched it."""
+    return dict((choices or {}).get("best shot", {}).get(row, {}).get("values", {}))
+
+
+def tuned(cfg, choices: dict | None, row: str):
+    """The settings ``cfg`` at ``row``'s chosen rate and length (:func:`chosen`), as they are where none was
+    searched; the knob is the chapter's to apply (a setting, or a loss parameter)."""
+    values = chosen(choices, row)
+    return cfg.replace(**{k: values[k] for k in ("lr", "epochs") if k in values})
+
+
+def walked(choices: dict | None, rule_of: Callable) -> int:
+    """The trials a run's searches made beyond their starting grids (:func:`unplanned`, summed over the rows of
+    ``choices["best shot"]``), ``rule_of(row)`` giving each row's :class:`Search`: what a plan adds once run."""
+    return sum(unplanned(Choice(**data), rule_of(row)) for row, data in (choices or {}).get("best shot", {}).items())
+
+
 def _start(rule: Search) -> list[tuple]:
     """The starting grid: each starting rate at each knob candidate (the knob's ``off`` included)."""
     return [(lr, value) for lr in rule.rate.start for value in (rule.knob.candidates() if rule.knob else (None,))]

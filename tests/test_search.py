@@ -138,3 +138,15 @@ def test_a_choice_reads_in_a_line_from_its_data_as_a_run_file_keeps_it():
     kept = json.loads(json.dumps(choice.as_data()))  # the curves' epochs become strings in JSON
     assert search.describe(kept) == search.describe(choice) == (
         "lr 0.001, 4 epochs (best validation score 0.400, 4 trials); at the end of its ladder: epochs")
+
+
+def test_a_runs_choices_read_back_row_by_row():
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(2,))
+    choice = search.best_shot(_spec(), rule, Runner(lambda lr, tau, epoch: -abs(math.log10(lr / 1e-4))))
+    choices = {"best shot": {"CBS": choice.as_data()}, "head": "released"}
+    assert search.chosen(choices, "CBS") == {"lr": 1e-4, "epochs": 1} and search.chosen(choices, "SME") == {}  # flat: 1
+    cfg = _spec().settings
+    assert (search.tuned(cfg, choices, "CBS").lr, search.tuned(cfg, choices, "CBS").epochs) == (1e-4, 1)
+    assert search.tuned(cfg, choices, "SME") == cfg and search.tuned(cfg, None, "CBS") == cfg
+    assert search.walked(choices, lambda row: rule) == len(choice.trials) - rule.planned() == 2
+    assert search.walked({}, lambda row: rule) == 0
