@@ -359,10 +359,23 @@ BELOW_RAW = "; every compared row lies below the raw input"
 
 def verdict_text(r: dict, marks: str = "") -> str:
     """``"supported, smaller than reported"`` or the bare word, for one row of :func:`assess`, then ``marks`` and
-    its registration where it is post hoc (``", post hoc after e0f87c4"``, :mod:`dml_tutorial.registry`)."""
+    its registration where it is post hoc (``", post hoc"``, :mod:`dml_tutorial.registry`)."""
     smaller = r["verdict"] == "supported" and str(r["reason"]).startswith(evidence.SMALLER)
     word = f"{r['verdict']}, {evidence.SMALLER}" if smaller else r["verdict"]
     return f"{word}{marks}{r.get('registration') or ''}"
+
+
+def sentence(r: dict) -> str:
+    """One claim's result at one scale, for the chapters' findings and the summary page: its word, our gain and
+    its adjusted interval in points; where the gate withholds the word, the gate's reason; where a sweep has too
+    few seeds for a word, its gain so far."""
+    label = label_tex(r["claim"])
+    if r["verdict"] == evidence.NO_VERDICT:
+        return (f"{label}: no word yet, {r['ours']:+.1f} points so far ({r['seeds']} seeds; a word needs "
+                f"{evidence.MIN_SEEDS})")
+    said = (f"{label}: **{verdict_text(r)}**, {r['ours']:+.1f} points ({r['low']:+.1f} to {r['high']:+.1f}, "
+            f"{r['seeds']} seeds)")
+    return f"{said}: {r.get('gate') or r['reason']}" if r["verdict"] == "not testable here" else said
 
 
 def markdown(frame: pd.DataFrame) -> str:
@@ -378,20 +391,4 @@ def markdown(frame: pd.DataFrame) -> str:
                 f"{r['seeds']} seeds{'; ' + p if p else ''})")
         lines.append(f"| {label_tex(r['claim'])} | {ours} | {r['smallest effect']:g} | {paper} | "
                      f"**{verdict_text(r)}** | {r['reason']}{BELOW_RAW if r['below raw'] else ''} |")
-    return "\n".join(lines)
-
-
-def conclusions(chapter: str, runs: list[dict]) -> str:
-    """The chapter's claims as Markdown bullets for its conclusions: each claim's verdict, our gain with its
-    adjusted interval and the paper's, from :func:`assess` (the function and the words of the book's pages)."""
-    frame = assess(chapter, runs)
-    if frame.empty:
-        return "No claim of this chapter was recorded in this run."
-    lines = []
-    for r in frame.to_dict("records"):
-        paper = "" if r["paper"] is None or pd.isna(r["paper"]) else f"; the paper's gain {r['paper']:+.1f}"
-        lines.append(f"- {label_tex(r['claim'])}: **{verdict_text(r)}**, {r['ours']:+.1f} points "
-                     f"({100 * r['confidence']:.1f}% CI {r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds"
-                     f"{paper}; smallest effect of interest {r['smallest effect']:g}). {r['reason'][:1].upper()}"
-                     f"{r['reason'][1:]}{BELOW_RAW if r['below raw'] else ''}.")
     return "\n".join(lines)

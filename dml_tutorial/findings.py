@@ -1,4 +1,4 @@
-"""Each paper chapter's findings box: what the paper claims, what we found on each test bed, and why, in one place.
+"""Each paper chapter's findings box: what the paper claims, what we found, and why, in sentences, once.
 
 The box is generated, never typed: its verdicts come from :func:`dml_tutorial.claims.assess` on the same tables as
 the book's verdict table and the results pages (:func:`dml_tutorial.report.scale_frames`), with the run of the
@@ -6,12 +6,11 @@ notebook's own kernel standing in for its profile's recorded run. The sentences 
 paper claims, why the result reads as it does) are the chapter's, below, and hold no number of ours.
 
     findings.opening("dcdl")                                   # the verdict lines, on the chapter's first screen
-    findings.show("dcdl", cfg, records.session_run("dcdl"))   # the box (Markdown) and one forest plot
+    findings.show("dcdl", cfg, records.session_run("dcdl"))   # the box, in sentences
 """
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from . import claims, evidence, plots, registry, report
@@ -52,8 +51,6 @@ WHY = {
         ("The head matters most: with our linear head the assignments barely move and CBS falls below SME; every "
          "seed chose the released code's head on its held-out characters. The reconstruction term (CBSwR against "
          "CBS) adds nothing these seeds can detect."),
-        ("On test bed I (an MLP trained from scratch, superseded) CBS and CBSwR trailed SME: there the features "
-         "had no clusters to find."),
     ],
     "eps": [
         ("The even/odd experiment shows the paper's mechanism and is not gated: its baseline is meant to lose "
@@ -83,9 +80,6 @@ WHY = {
          "those characters (the weight table)."),
         ("EC as the released code computes it is unstable with the binomial loss: on one seed, at the weight its "
          "held-out characters chose, it fell far below its baseline, hence its wide interval."),
-        ("On test bed II every run starts from the pretrained trunk, so the released-EC claims above are also "
-         "the claims about a pretrained start; the rows those claims name were test bed I's, which test bed II "
-         "does not run."),
     ],
     "noise_guarantees": [
         ("Each verdict pairs the gap at a noise rate with the same seed's gap without noise: a lead on clean "
@@ -147,121 +141,6 @@ def _pipeline_check(frame) -> bool:
     return (frame["verdict"] == evidence.NO_VERDICT).all() and evidence.PIPELINE_CHECK in frame["reason"].iloc[0]
 
 
-def _first_look(frame) -> bool:
-    """Whether a scale's frame is a real test bed with too few seeds for any word yet (a sweep under way)."""
-    return (frame["verdict"] == evidence.NO_VERDICT).all() and not _pipeline_check(frame)
-
-
-def _marks(frame) -> set:
-    """The registrations (:func:`dml_tutorial.registry.mark`) of a frame's words: ``{""}`` where all were
-    registered before their runs, one ``", post hoc after <commit>"`` where all were decided by the same early run."""
-    worded = frame[frame["verdict"] != evidence.NO_VERDICT]
-    return set(worded["registration"]) if "registration" in worded else {""}
-
-
-def summary(frames: dict) -> str:
-    """The claims against the test beds as a narrow Markdown table: the word and our gain in points, then a line
-    that says which words are post hoc and after which run. A smoke run (a pipeline check) gets no column; a test
-    bed with too few seeds shows its gains without words ("first look"); a test bed whose words are all post hoc
-    says so once, in its heading, rather than in every cell."""
-    shown = {s: f for s, f in frames.items() if not _pipeline_check(f)}
-    if not shown:
-        return ""
-    heads, shared, late = [], set(), {}
-    for scale, frame in shown.items():
-        marks = _marks(frame)
-        for mark in marks - {""}:
-            late.setdefault(mark.rsplit(" ", 1)[-1], []).append(SHORT.get(scale, scale))
-        if _first_look(frame):
-            heads.append(f"{scale}, first look (n = {frame['seeds'].max()})")
-        elif len(marks) == 1 and marks != {""}:
-            shared.add(scale)
-            heads.append(f"{scale}, *post hoc*")
-        else:
-            heads.append(scale)
-    names = list(dict.fromkeys(c for f in shown.values() for c in f["claim"]))
-    lines = ["| claim | " + " | ".join(heads) + " |", "|---" * (1 + len(heads)) + "|"]
-    for name in names:
-        cells = []
-        for scale, frame in shown.items():
-            hit = frame[frame["claim"] == name]
-            r = hit.iloc[0].to_dict() if len(hit) else None
-            if r is None:
-                cells.append("–")
-            elif r["verdict"] == evidence.NO_VERDICT:
-                cells.append(f"{r['ours']:+.1f}" if _first_look(frame) else
-                             f"n = {r['seeds']}, no verdict ({r['ours']:+.1f})")
-            else:
-                mark = "" if scale in shared or not r.get("registration") else ", post hoc"
-                cells.append(f"**{claims.verdict_text({**r, 'registration': mark})}** ({r['ours']:+.1f})")
-        lines.append(f"| {plots.label_tex(name)} | " + " | ".join(cells) + " |")
-    if late:
-        runs = "; ".join(f"{commit} on {' and '.join(where)}" for commit, where in late.items())
-        lines += ["", (f"*Post hoc*: decided by a run made before the claim was registered (the first such run: "
-                       f"{runs}; {{doc}}`the registry </book/results/registry>`).")]
-    return "\n".join(lines)
-
-
-def _split(reason: str) -> tuple[str, str]:
-    """A gate reason (:func:`dml_tutorial.evidence.gate`) as its test and its numbers: ``("the trained control is
-    not shown to beat the raw input by 2 points", "-17.5 (98.8% CI -19.5 to -15.6)")``; a reason without numbers
-    is all test."""
-    found = re.fullmatch(r"(.*?) \(([+-][\d.]+), (.*?% CI .*?)\)(.*)", reason)
-    return (found[1], f"{found[2]} ({found[3]}){found[4]}") if found else (reason, "")
-
-
-def _withheld(rows: list[dict], named: bool) -> str:
-    """The sentence for the clear differences the gate keeps from a word (a claim *not testable here* whose
-    adjusted interval excludes 0): what each measured, named where a note covers several claims."""
-    clear = [r for r in rows if r["low"] > 0 or r["high"] < 0]
-    parts = [f"a clear {'gain' if r['low'] > 0 else 'loss'} ({r['ours']:+.1f} points, "
-             f"{100 * r['confidence']:.1f}% CI {r['low']:+.1f} to {r['high']:+.1f})" for r in clear]
-    if not parts:
-        return ""
-    if not named:
-        return f" The claim's own difference is {parts[0]}, left without a word."
-    return " Left without a word: " + "; ".join(f"{plots.label_tex(r['claim'])}, {part}"
-                                               for r, part in zip(clear, parts)) + "."
-
-
-def gate_notes(frames: dict) -> list[str]:
-    """One item per scale: whether the test bed's gate passed, and every reason it failed with the claims it
-    failed for (claims on one baseline share a reason; claims on different baselines fail for their own), with a
-    sentence for each clear difference it withholds a word from (a gain over a control that did not learn says
-    little about the method, but the reader sees it)."""
-    out = []
-    for scale, frame in frames.items():
-        if (frame["verdict"] == evidence.NO_VERDICT).all():  # a pipeline check, or a sweep still under way
-            meaning = ("the numbers show that the pipeline runs" if _pipeline_check(frame) else
-                       f"the numbers are a first look; the words come once {evidence.MIN_SEEDS} seeds are recorded")
-            out.append(f"- {scale}: {frame['reason'].iloc[0]}; {meaning}.")
-            continue
-        failed = frame[frame["verdict"] == "not testable here"]
-        if failed.empty:  # the references as the gate named them: the pretrained start too on test bed II
-            beaten = {m.group(1) for g in frame["gate"] if (m := re.match(r"the trained control beats (.+?) by ", g))}
-            out.append(f"- {scale}: the gate passes for every claim (training beats "
-                       f"{beaten.pop() if len(beaten) == 1 else 'every reference row'} by the smallest effect of "
-                       "interest, and leaves it room below 100%), so the words apply.")
-            continue
-        reasons = {}  # the gate's reason -> the rows it withholds the word from
-        for r in failed.to_dict("records"):
-            reasons.setdefault(r["gate"][:1].lower() + r["gate"][1:], []).append(r)
-        head = f"- {scale}: {len(failed)} of {len(frame)} claims are not testable here"
-        texts = {_split(reason)[0] for reason in reasons}
-        if len(reasons) == 1:  # one baseline (or several with the same numbers): one reason for all
-            (reason, rows), = reasons.items()
-            out.append(f"{head}: {reason}.{_withheld(rows, named=True)}")
-        elif len(texts) == 1:  # the same test failed on several baselines: the test once, each claim its numbers
-            out.append(f"{head}: {texts.pop()} (the gap in points and its interval):" + "".join(
-                f"\n  - {_item(plots.label_tex(r['claim']))}: {_split(reason)[1]}.{_withheld([r], named=False)}"
-                for reason, rows in reasons.items() for r in rows))
-        else:
-            out.append(head + ":" + "".join(
-                f"\n  - {' and '.join(_item(plots.label_tex(r['claim'])) for r in rows)}: {reason}."
-                f"{_withheld(rows, named=len(rows) > 1)}" for reason, rows in reasons.items()))
-    return out
-
-
 def verdict_lines(chapter: str, frames: dict) -> str:
     """The chapter's answer on its first screen: one line per claim with its word and our mean gain at every test
     bed that gives words (smoke runs give none; a test bed with too few seeds gives its gain so far), from the same
@@ -294,20 +173,34 @@ def verdict_lines(chapter: str, frames: dict) -> str:
                       f"Why, and the evidence: {{ref}}`the Findings <{chapter}-findings>`.", ":::"])
 
 
+def deciding(frames: dict) -> str | None:
+    """The scale whose words a chapter gives claim by claim: test bed II (:data:`dml_tutorial.report.DECIDING`)
+    where it is recorded, else the last scale of :data:`dml_tutorial.report.SCALES` with more than a pipeline
+    check; ``None`` when only smoke runs are recorded."""
+    decides = dict(report.SCALES)
+    real = [scale for scale, frame in frames.items() if not _pipeline_check(frame)]
+    return next((s for s in real if decides.get(s) == report.DECIDING), real[-1] if real else None)
+
+
 def markdown(chapter: str, frames: dict) -> str:
-    """The box as MyST Markdown: an admonition titled "Findings"."""
-    body = [f"**The paper claims** that {CLAIMED[chapter]}", "",
-            ("**What we found**, in the book's five words (our gain in points, paired by seed; the interval, "
-             "adjusted for the chapter's comparisons, is in the figure below):"), "",
-            summary(frames) or "No test bed has a recorded run yet: only the pipeline check below.", "",
-            "**Where each test bed can show the claim**:", "", *gate_notes(frames), "",
-            "**Why**:", "", *(f"- {line}" for line in WHY[chapter])]
+    """The box as MyST Markdown, an admonition titled "Findings": what the paper claims; what we found on the
+    deciding scale (:func:`deciding`), a sentence per claim with its word, gain and adjusted interval
+    (:func:`dml_tutorial.claims.sentence`); the other scales' words counted in one line; why, in the chapter's
+    bullets; and where the rest of the apparatus (every scale's table, gates, families, registry) lives."""
+    scale = deciding(frames)
+    head = (f"**What we found on {scale}**, where the words are decided (our gain in points, paired by seed, "
+            "with its interval adjusted for the chapter's comparisons):")
+    found = ([head, "",
+              *(f"- {_item(claims.sentence(r))}." for r in frames[scale].to_dict("records"))]
+             if scale else ["**What we found**: no test bed has a recorded run yet, only the pipeline check."])
+    others = [f"on {SHORT.get(s, s)}: {text}" for s, f in frames.items()
+              if s != scale and not _pipeline_check(f) and (text := report.found(f))]
+    body = [f"**The paper claims** that {CLAIMED[chapter]}", "", *found, "", "**Why**:", "",
+            *(f"- {line}" for line in WHY[chapter]), "",
+            (f"**Elsewhere**: {'; '.join(others)}. " if others else "") +
+            "Every scale's verdicts, with their gates, families and registration: {doc}`the verdict table "
+            "</book/results/verdicts>`."]
     return "\n".join([":::{admonition} Findings", ":class: important", "", *body, ":::"])
-
-
-def figure(frames: dict, title: str = ""):
-    """One forest plot for the box: a panel per test bed, our adjusted intervals beside the paper's gain."""
-    return plots.gains_by_scale(frames, title)
 
 
 def missing(chapter: str, results=report.RESULTS) -> str:
@@ -329,13 +222,11 @@ def opening(chapter: str, results=report.RESULTS) -> None:
                      + "\n:::"))
 
 
-def show(chapter: str, cfg: dict | None = None, session: dict | None = None, results=report.RESULTS):
-    """Display the chapter's findings box; return its forest plot (``None`` when no scale has a recorded claim)."""
+def show(chapter: str, cfg: dict | None = None, session: dict | None = None, results=report.RESULTS) -> None:
+    """Display the chapter's findings box (:func:`markdown`), the kernel's own ``session`` run standing in for its
+    profile's record; before any record, say where it looked (:func:`missing`)."""
     from IPython.display import Markdown, display
 
     frames = scale_frames(chapter, cfg, session, results)
-    if not frames:
-        display(Markdown(":::{admonition} Findings\n" + missing(chapter, results) + "\n:::"))
-        return None
-    display(Markdown(markdown(chapter, frames)))
-    return figure(frames, f"{claims.NAMES[chapter]}: our gains, every test bed")
+    display(Markdown(markdown(chapter, frames) if frames else
+                     ":::{admonition} Findings\n" + missing(chapter, results) + "\n:::"))

@@ -311,46 +311,6 @@ def gains(frame: pd.DataFrame, title: str = ""):
     return fig
 
 
-def gains_by_scale(frames: dict, title: str = "", wrap: int = 34):
-    """The findings box's forest plot: one panel per test bed (``{heading: claims.assess frame}``) that gives
-    words (a smoke or too-short run, "no verdict", only where no test bed gives any: the panels stay wide enough
-    to read on a phone), the claims on a shared y axis (labels wrapped at ``wrap`` characters), our adjusted
-    interval coloured by verdict beside the paper's gain (a black diamond). Returns the figure."""
-    from .evidence import NO_VERDICT
-
-    worded = {scale: f for scale, f in frames.items() if (f["verdict"] != NO_VERDICT).any()}
-    frames = worded or frames
-    names = list(dict.fromkeys(c for f in frames.values() for c in f["claim"]))
-    if not names:
-        raise ValueError("no claims to plot: no test bed recorded any of the chapter's compared tables")
-    y = {name: i for i, name in enumerate(names[::-1])}
-    labels = [textwrap.fill(label_mpl(n), wrap) for n in y]
-    lines = max(label.count("\n") + 1 for label in labels)  # rows as tall as the longest wrapped label
-    height = max(3.2, 1.6 + (0.12 + 0.2 * lines) * len(names))  # titles, axis and legend need ~1.6 in of their own
-    fig, axes = plt.subplots(1, len(frames), sharey=True, squeeze=False, constrained_layout=True,
-                             figsize=(3.2 + 2.6 * len(frames), height))
-    for ax, (scale, frame) in zip(axes[0], frames.items()):
-        for r in frame.to_dict("records"):
-            yi = y[r["claim"]]
-            ax.errorbar(r["ours"], yi, xerr=[[r["ours"] - r["low"]], [r["high"] - r["ours"]]], fmt="o", capsize=3,
-                        color=VERDICT_COLOURS[r["verdict"]])
-            if r["paper"] is not None and not pd.isna(r["paper"]):
-                ax.plot(r["paper"], yi, "D", color="black", ms=5)
-        ax.axvline(0, color="grey", lw=0.8)
-        ax.set_title(textwrap.fill(scale, 22), fontsize=10)
-        ax.set_xlabel("gain (points)")
-    axes[0, 0].set_yticks(list(y.values()), labels)
-    axes[0, 0].set_ylim(-0.6, len(names) - 0.4)
-    shown = {w for f in frames.values() for w in f["verdict"]}
-    handles = [plt.Line2D([], [], color=c, marker="o", ls="", label=w) for w, c in VERDICT_COLOURS.items()
-               if w in shown]
-    if any(pd.notna(p) for f in frames.values() for p in f["paper"]):
-        handles.append(plt.Line2D([], [], color="black", marker="D", ls="", label="the paper's gain"))
-    fig.legend(handles=handles, fontsize=8, loc="outside lower center", ncols=len(handles), frameon=False)
-    fig.suptitle(title, fontsize=11)
-    return fig
-
-
 def gradient_flows(flows: dict, target, times, point_size: float = 10):
     """One row per divergence, one column per time: the moving cloud (``flows[name]``: the positions
     :func:`dml_tutorial.discrepancy.gradient_flow` returns) over the fixed ``target`` (grey), at the steps in

@@ -217,8 +217,9 @@ def stored(path: Path | None = None) -> dict:
 
 
 def mark(entry: dict | None) -> str:
-    """What a cell adds beside its word: ``", post hoc after e0f87c4"`` for a post hoc verdict, else ``""``."""
-    return f", post hoc after {entry['after'][:7]}" if entry and entry.get("post hoc") else ""
+    """What a cell adds beside its word: ``", post hoc"`` for a post hoc verdict, else ``""``. The run it
+    followed, a commit, is named once, on the registry page (:func:`page`), not in every cell that reads it."""
+    return ", post hoc" if entry and entry.get("post hoc") else ""
 
 
 def annotate(frame, chapter: str, profile: str | None, registration: dict | None):
@@ -292,8 +293,8 @@ def page(registration: dict) -> str:
              ("Each claim's definition (compared rows and columns, gate, smallest effect of interest) is a line of "
               "`data/claims.jsonl`, written from `dml_tutorial/claims.py`. A verdict is printed plainly only where "
               "that line was committed before the commit each deciding run was made from (git ancestry, "
-              "`dml_tutorial/registry.py`); elsewhere the verdict table adds *post hoc* and the first run it "
-              "followed. The registry began after every run recorded so far, so every word on the first test beds "
+              "`dml_tutorial/registry.py`); elsewhere the verdict table adds *post hoc*, and this page names the first "
+              "run it followed. The registry began after every run recorded so far, so every word on the first test beds "
               "is post hoc: the referee's audit that asked for it found claims defined, or gate columns moved, "
               "minutes after the runs that decided them. The next test bed starts from a committed registry."), ""]
     runs, history = registration.get("runs", {}), registration.get("history", {})

@@ -309,8 +309,6 @@ def test_show_puts_the_compared_rows_in_view_and_details_holds_the_rest(runs, tm
 
 def _word(cell: str):
     """The verdict word at the start of a cell or after "**" (longest words first: "no effect detected")."""
-    from dml_tutorial import evidence
-
     for word in sorted(evidence.WORDS, key=len, reverse=True):
         if cell.strip().strip("*").startswith(word):
             return word
@@ -318,7 +316,7 @@ def _word(cell: str):
 
 
 def test_no_claim_has_two_verdicts_at_one_scale():
-    """The introduction's table, each results page and each chapter's stored findings box, conclusions and
+    """The introduction's table, each results page and each chapter's stored findings box and
     real-data sections give one word per claim and scale (they are all made by claims.assess; this fails if a page or a stored
     output is stale, or if someone computes a verdict another way)."""
     from dml_tutorial.chapters import chapters
@@ -335,7 +333,7 @@ def test_no_claim_has_two_verdicts_at_one_scale():
         if line.startswith("|") and len(cells) == 6 and (cells[0], profile) in table:
             assert _word(cells[4]) == table[(cells[0], profile)], (profile, cells[0])
             checked += 1
-    for chapter, notebook in chapters().items():  # the stored outputs: smoke conclusions, real-data sections
+    for chapter, notebook in chapters().items():  # the stored outputs: findings, real-data sections
         if chapter not in claims.CLAIMS:
             continue
         nb = json.loads(notebook.read_text())
@@ -343,18 +341,16 @@ def test_no_claim_has_two_verdicts_at_one_scale():
             source = "".join(cell.get("source", ""))
             out = "".join("".join(o.get("data", {}).get("text/markdown", "")) for o in cell.get("outputs", []))
             scale = ("fashion" if 'profile="fashion"' in source else "glyphs" if 'profile="glyphs"' in source
-                     else "smoke" if "claims.conclusions(" in source else None)
-            if "findings.show(" in source:  # the findings box: a table of claims against scale headings
+                     else None)
+            if "findings.show(" in source:  # the findings box: a sentence per claim at its deciding scale
                 profiles = {head: profile or "smoke" for head, profile in report.SCALES}
-                rows = [[c.strip() for c in line.strip("|").split("|")] for line in out.splitlines()
-                        if line.startswith("|")]
-                for cells in rows[2:]:
-                    for head, cell in zip(rows[0][1:], cells[1:]):
-                        scale = re.sub(r", (\*post hoc\*|first look \(n = \d+\))$", "", head)  # the box's marks
-                        if (cells[0], profiles[scale]) in table:
-                            first_look = "first look" in head and re.fullmatch(r"[+-]\d+\.\d", cell)  # no word
-                            word = evidence.NO_VERDICT if first_look else _word(cell)
-                            assert word == table[(cells[0], profiles[scale])], (chapter, head, cells[0])
+                deciding = re.search(r"\*\*What we found on (.+?)\*\*", out)
+                for line in out.splitlines() if deciding else ():
+                    if line.startswith("- ") and ": **" in line:
+                        claim, rest = line[2:].removeprefix("\\").split(": **", 1)
+                        key = (claim, profiles[deciding[1]])
+                        if key in table:
+                            assert _word(rest) == table[key], (chapter, key)
                             checked += 1
             for line in out.splitlines() if scale else ():
                 if line.startswith("- ") and ": **" in line:  # a conclusions bullet

@@ -1,12 +1,10 @@
-"""The chapters' findings boxes: the same words as claims.assess at every scale, the kernel's own run in place of
-its profile's record, one panel per test bed in the figure, and a box (with its link target) in every paper
-chapter, which the verdict table links to."""
+"""The chapters' findings boxes: the words of claims.assess at the deciding scale, in sentences with their intervals,
+the other scales counted, the kernel's own run in place of its profile's record, and a box (with its link target)
+in every paper chapter, which the verdict table links to."""
 
 import json
 import re
 
-import matplotlib.pyplot as plt
-import numpy as np
 import pandas as pd
 import pytest
 from test_claims import _run, runs  # noqa: F401  (the fixture)
@@ -15,33 +13,49 @@ from dml_tutorial import claims, evidence, findings, plots, report
 from dml_tutorial.chapters import chapters
 
 
-def _words(markdown: str) -> dict:
-    """``{(claim, scale heading): word}`` from the box's summary table."""
-    lines = [line for line in markdown.splitlines() if line.startswith("|")]
-    heads = [h.strip() for h in lines[0].strip("|").split("|")][1:]
+def _said(markdown: str) -> dict:
+    """``{claim: word}`` from the box's sentences (``- claim: **word**, ...``) or ``{claim: "no word yet"}``."""
     out = {}
-    for line in lines[2:]:
-        cells = [c.strip() for c in line.strip("|").split("|")]
-        for head, cell in zip(heads, cells[1:]):
-            if cell != "–":
-                out[(cells[0], head)] = cell.split("**")[1] if "**" in cell else cell.split(" (")[0]
+    for line in markdown.splitlines():
+        if found := re.match(r"- (.+?): (?:\*\*(.+?)\*\*|(no word yet)),", line):
+            out[found[1]] = found[2] or found[3]
     return out
 
 
-def test_the_box_gives_the_words_of_claims_assess_at_every_scale(runs, tmp_path):  # noqa: F811
+def test_the_box_gives_the_words_of_claims_assess_at_its_deciding_scale_in_sentences(runs, tmp_path):  # noqa: F811
     (tmp_path / "ecaml").mkdir()
     (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
     frames = findings.scale_frames("ecaml", results=tmp_path)
     assert list(frames) == ["smoke (digits, MNIST-1D)", "Fashion-MNIST"]  # no glyph or paper-scale run here
+    assert findings.deciding(frames) == "Fashion-MNIST"  # no test bed II: the last scale with more than a smoke run
     expected = claims.assess("ecaml", runs)
     assert frames["Fashion-MNIST"][["claim", "verdict", "ours"]].equals(expected[["claim", "verdict", "ours"]])
     box = findings.markdown("ecaml", frames)
     assert box.startswith(":::{admonition} Findings") and box.rstrip().endswith(":::")
-    words = _words(box)
+    assert "|" not in box, "a table: the full verdict table lives on the results pages"
+    said = _said(box)
     for r in expected.to_dict("records"):
-        assert words[(plots.label_tex(r["claim"]), "Fashion-MNIST")] == claims.verdict_text(r)
-    assert "EC improves Triplet" in box and findings.CLAIMED["ecaml"] in box
+        assert said[plots.label_tex(r["claim"])] == claims.verdict_text(r)
+        assert f"{r['ours']:+.1f} points ({r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds)" in box
+    assert findings.CLAIMED["ecaml"] in box and "</book/results/verdicts>" in box
     assert all(f"- {line}" in box for line in findings.WHY["ecaml"])
+
+
+def test_the_box_decides_on_test_bed_ii_and_counts_the_other_scales_words(runs):  # noqa: F811
+    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
+    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # nothing testable on Fashion
+    fashion = claims.assess("ecaml", [_run(measured)])
+    ii = claims.assess("ecaml", runs)
+    frames = {"Fashion-MNIST": fashion, "test bed II": ii, "paper's data": ii}  # test bed II decides, not the last
+    assert findings.deciding(frames) == "test bed II"
+    box = findings.markdown("ecaml", frames)
+    assert "**What we found on test bed II**" in box
+    assert _said(box) == {plots.label_tex(r["claim"]): claims.verdict_text(r) for r in ii.to_dict("records")}
+    assert f"**Elsewhere**: on Fashion-MNIST: {len(fashion)} *not testable here*; on the paper's data: " in box
+    gated = _said(findings.markdown("ecaml", {"Fashion-MNIST": fashion}))
+    assert set(gated.values()) == {"not testable here"}
+    for r in fashion.to_dict("records"):  # a withheld word says why: the gate's reason, with the numbers
+        assert f"{r['seeds']} seeds): {r['gate']}." in findings.markdown("ecaml", {"Fashion-MNIST": fashion})
 
 
 def test_the_kernels_own_run_replaces_its_profiles_record(runs, tmp_path):  # noqa: F811
@@ -56,42 +70,6 @@ def test_the_kernels_own_run_replaces_its_profiles_record(runs, tmp_path):  # no
     assert row["verdict"] == "contradicted" and row["ours"] == pytest.approx(-19.6)
 
 
-def test_the_gate_notes_name_the_failing_reason(runs):  # noqa: F811
-    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
-    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # raw pixels beat training
-    frames = {"Fashion-MNIST": claims.assess("ecaml", [_run(measured)]), "glyphs": claims.assess("ecaml", runs)}
-    fashion, glyphs = findings.gate_notes(frames)
-    assert fashion.startswith("- Fashion-MNIST: 3 of 3 claims are not testable here: the trained control is not "
-                              "shown to beat the raw input by 2 points")
-    assert "the gate passes for every claim (training beats the raw input and the untrained network by" in glyphs
-    started = json.loads(json.dumps(runs))  # a pretrained start: the note names it among the rows beaten
-    for run in started:
-        table = run["tables"][0]["measured"]
-        table["pretrained, not fine-tuned"] = {c: [0.0 for _ in v] for c, v in table["raw input"].items()}
-    (note,) = findings.gate_notes({"test bed II": claims.assess("ecaml", started)})
-    assert note.startswith("- test bed II: the gate passes for every claim (training beats the raw input, the "
-                           "untrained network and the pretrained start (not fine-tuned) by the smallest effect")
-
-
-def test_the_gate_notes_give_each_baseline_its_own_reason(runs):  # noqa: F811
-    """Claims on different baselines fail the gate for different reasons: the note gives each claim its own, not
-    the first claim's for all."""
-    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
-    for shift, base in enumerate(("Triplet", "N-Pair", "Binomial")):  # three baselines, each its own gap
-        measured[base]["R@1"] = [v - 0.02 * shift for v in measured[base]["R@1"]]
-    measured["raw input"]["R@1"] = [v + 0.05 for v in measured["Triplet"]["R@1"]]  # above every baseline
-    frame = claims.assess("ecaml", [_run(measured)])
-    failed = frame[frame["verdict"] == "not testable here"]
-    assert failed["gate"].nunique() == 3
-    (note,) = findings.gate_notes({"glyphs": frame})
-    test, _ = findings._split(failed["gate"].iloc[0])  # the same test (beat the raw input) failed three ways
-    assert test == "the trained control is not shown to beat the raw input by 2 points"
-    assert note.startswith(f"- glyphs: {len(failed)} of {len(frame)} claims are not testable here: {test} (the gap")
-    bases = {c.text: c.base for c in claims.CLAIMS["ecaml"]}
-    for claim in failed["claim"]:
-        line = next(item for item in note.split("\n  - ")[1:] if item.startswith(claim))
-        gap = 100 * (np.array(measured[bases[claim]]["R@1"]) - np.array(measured["raw input"]["R@1"])).mean()
-        assert line.startswith(f"{claim}: {gap:+.1f} (") and "% CI " in line  # each baseline its own gap
 
 
 def _frame(rows):
@@ -101,49 +79,6 @@ def _frame(rows):
                           "low": lo, "high": hi, "confidence": 0.98, "seeds": 5} for c, g, o, lo, hi in rows])
 
 
-def test_the_gate_notes_say_a_test_once_and_every_failure_that_differs():
-    raw = "the trained control is not shown to beat the raw input by 2 points ({}, 98.0% CI {} to {})"
-    net = "the trained control is not shown to beat the untrained network by 2 points (+1.0, 98.0% CI -1.0 to +3.0)"
-    one = _frame([("A", raw.format("-5.0", "-7.0", "-3.0"), 1.0, -1.0, 3.0),
-                  ("B", raw.format("-5.0", "-7.0", "-3.0"), 4.0, 2.0, 6.0)])  # one baseline: one reason
-    (note,) = findings.gate_notes({"glyphs": one})
-    assert note == ("- glyphs: 2 of 2 claims are not testable here: " + raw.format("-5.0", "-7.0", "-3.0")
-                    + ". Left without a word: B, a clear gain (+4.0 points, 98.0% CI +2.0 to +6.0).")
-    two = _frame([("A", raw.format("-5.0", "-7.0", "-3.0"), 1.0, -1.0, 3.0), ("B", net, -4.0, -6.0, -2.0)])
-    (note,) = findings.gate_notes({"glyphs": two})  # two tests failed: each claim its own reason in full
-    assert note == ("- glyphs: 2 of 2 claims are not testable here:\n  - A: " + raw.format("-5.0", "-7.0", "-3.0")
-                    + ".\n  - B: " + net + ". The claim's own difference is a clear loss (-4.0 points, 98.0% CI "
-                    "-6.0 to -2.0), left without a word.")
-    assert findings._split("no raw-input or untrained-network row was recorded with the control") == (
-        "no raw-input or untrained-network row was recorded with the control", "")
-
-
-def test_a_column_whose_words_are_all_post_hoc_says_so_once_with_the_run():
-    frame = _frame([("A", "g", 1.0, -1.0, 3.0), ("B", "g", 1.0, -1.0, 3.0)]).assign(verdict="inconclusive")
-    late = frame.assign(registration=", post hoc after cb5ddc8")
-    table = findings.summary({"glyphs": late, "Fashion-MNIST": frame.assign(registration="")})
-    head = table.splitlines()[0]
-    assert head == "| claim | glyphs, *post hoc* | Fashion-MNIST |"
-    assert "| A | **inconclusive** (+1.0) | **inconclusive** (+1.0) |" in table
-    assert table.splitlines()[-1].startswith("*Post hoc*: decided by a run made before the claim was registered "
-                                             "(the first such run: cb5ddc8 on the glyphs;")
-    mixed = frame.assign(registration=["", ", post hoc after cb5ddc8"])  # one claim registered in time
-    table = findings.summary({"glyphs": mixed})
-    assert "| B | **inconclusive, post hoc** (+1.0) |" in table and "| A | **inconclusive** (+1.0) |" in table
-    assert findings.summary({"glyphs": frame}).splitlines()[-1].startswith("| B |")  # nothing post hoc
-
-
-def test_the_figure_has_one_panel_per_test_bed_and_the_claims_once(runs):  # noqa: F811
-    frame = claims.assess("ecaml", runs)
-    fig = findings.figure({"smoke": frame.iloc[:2], "glyphs": frame})
-    assert [ax.get_title() for ax in fig.axes] == ["smoke", "glyphs"]
-    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
-    assert len(labels) == 3 and labels[-1].startswith("EC improves Triplet")  # the first claim on top
-    smoke_rows = [line for line in fig.axes[0].lines if len(line.get_xdata()) == 1 and line.get_marker() == "o"]
-    assert len(smoke_rows) == 2  # a test bed shows only the claims it recorded
-    plt.close(fig)
-    with pytest.raises(ValueError, match="no claims"):
-        findings.figure({"smoke": frame.iloc[:0]})
 
 
 @pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))
@@ -201,22 +136,17 @@ def test_a_smoke_run_shows_its_numbers_as_a_pipeline_check_and_a_short_sweep_as_
     smoke = claims.assess("ecaml", [{**runs[0], "profile": "smoke", "seeds": [0, 1, 2]}])
     assert set(smoke["verdict"]) == {"no verdict"} and smoke["reason"].str.startswith("smoke profile, n = 5").all()
     frames = {"smoke (digits, MNIST-1D)": smoke, "glyphs": claims.assess("ecaml", runs)}
-    box = findings.markdown("ecaml", frames)
-    words = _words(box)
-    assert {head for _, head in words} == {"glyphs"}  # a pipeline check has no column of non-answers
-    assert {w for (_, head), w in words.items() if head == "glyphs"} <= set(evidence.WORDS)
-    note = findings.gate_notes(frames)[0]
-    assert note == "- smoke (digits, MNIST-1D): smoke profile, n = 5: a pipeline check, no verdict; the numbers show " \
-                   "that the pipeline runs."
+    assert findings.deciding(frames) == "glyphs"  # a pipeline check never decides
+    assert set(_said(findings.markdown("ecaml", frames)).values()) <= set(evidence.WORDS)
+    assert findings.deciding({"smoke (digits, MNIST-1D)": smoke}) is None
+    assert "no test bed has a recorded run yet" in findings.markdown("ecaml", {"smoke (digits, MNIST-1D)": smoke})
     one = {row: {"R@1": v["R@1"][:1]} for row, v in runs[0]["tables"][0]["measured"].items()}
     few = claims.assess("ecaml", [_run(one, profile="glyphs2", seeds=(0,))])
     assert set(few["verdict"]) == {"no verdict"}
-    note = findings.gate_notes({"test bed II": few})[0]  # a real test bed whose sweep is under way: no smoke words
-    gains = _words(findings.summary({"glyphs": claims.assess("ecaml", runs), "test bed II": few}))
-    assert {w for (_, head), w in gains.items() if head == "test bed II, first look (n = 1)"} == {
-        f"{g:+.1f}" for g in few["ours"]}  # its gains, without a word
-    assert note == ("- test bed II: n = 1, fewer than 5 seeds: no verdict; the numbers are a first look; the words "
-                    "come once 5 seeds are recorded.")
+    box = findings.markdown("ecaml", {"glyphs": claims.assess("ecaml", runs), "test bed II": few})
+    assert set(_said(box).values()) == {"no word yet"}  # a real test bed whose sweep is under way decides, later
+    for claim, gain in zip(few["claim"], few["ours"]):
+        assert f"- {claim}: no word yet, {gain:+.1f} points so far (1 seeds; a word needs 5)." in box
     lines = _lines(findings.verdict_lines("ecaml", {"smoke (digits, MNIST-1D)": smoke, "test bed II": few}))
     for claim, gain in zip(few["claim"], few["ours"]):  # the opening says the sweep has no word yet, and its gain
         assert lines[claim] == {"test bed II": "no word yet"}
@@ -254,31 +184,16 @@ def test_the_opening_gives_each_claim_the_boxs_word_at_every_scale_with_words(ru
     opening = findings.verdict_lines("ecaml", frames)
     assert opening.startswith(":::{admonition} Our answer, in short\n:class: tip verdict-line")
     assert "{ref}`the Findings <ecaml-findings>`" in opening
-    lines, box = _lines(opening), _words(findings.markdown("ecaml", frames))
+    lines = _lines(opening)
     assert len(lines) == len(claims.CLAIMS["ecaml"])  # a line per claim, recorded or not
+    for head, short in (("Fashion-MNIST", "Fashion-MNIST"), ("glyphs", "the glyphs")):  # the box of each scale
+        box = _said(findings.markdown("ecaml", {head: frames[head]}))
+        for claim in claims.CLAIMS["ecaml"]:
+            assert lines[plots.label_tex(claim.text)].get(short) == box.get(plots.label_tex(claim.text))
     for claim in claims.CLAIMS["ecaml"]:
-        said = lines[plots.label_tex(claim.text)]
-        for head, short in (("Fashion-MNIST", "Fashion-MNIST"), ("glyphs", "the glyphs")):
-            in_box = box.get((plots.label_tex(claim.text), head))
-            assert said.get(short) == (in_box and re.sub(r", post hoc after \w+", "", in_box))
-        assert not any(scale.startswith("smoke") for scale in said)  # smoke runs give no word
+        assert not any(scale.startswith("smoke") for scale in lines[plots.label_tex(claim.text)])  # no word
     assert set(lines["EC improves Triplet (unseen R@1)"].values()) == {"supported", "not testable here"}
     assert lines["EC as released improves Triplet (unseen R@1)"] == {}
-
-
-def test_a_clear_difference_the_gate_withholds_gets_a_sentence(runs):  # noqa: F811
-    measured = json.loads(json.dumps(runs[0]["tables"][0]["measured"]))
-    measured["raw input"]["R@1"] = [v + 0.3 for v in measured["Triplet"]["R@1"]]  # the gate fails everywhere
-    frame = claims.assess("ecaml", [_run(measured)])
-    assert set(frame["verdict"]) == {"not testable here"}
-    clear = frame[(frame["low"] > 0) | (frame["high"] < 0)]["claim"].tolist()
-    assert clear == ["EC improves Triplet (unseen R@1)", "EC improves N-Pair (unseen R@1)"]  # +5 and -4 points
-    (note,) = findings.gate_notes({"Fashion-MNIST": frame})  # one baseline's reason, shared by all three claims
-    for claim, kind in zip(clear, ("gain", "loss")):
-        r = frame.set_index("claim").loc[claim]
-        assert (f"{claim}, a clear {kind} ({r['ours']:+.1f} points, {100 * r['confidence']:.1f}% CI "
-                f"{r['low']:+.1f} to {r['high']:+.1f})") in note
-    assert "Left without a word" not in findings.gate_notes({"glyphs": claims.assess("ecaml", runs)})[0]
 
 
 @pytest.mark.parametrize("chapter", sorted(claims.CLAIMS))

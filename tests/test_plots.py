@@ -210,21 +210,6 @@ def test_embedding_plots_show_at_most_max_classes_and_say_so():
     plt.close(fig)
 
 
-def test_the_findings_forest_plot_keeps_readable_panels_for_two_claims():
-    """A chapter with two claims (CBSwR) and three test beds once drew panels 0.3 in tall under their titles and
-    legend: the figure has a floor height, so each panel keeps at least an inch for its intervals."""
-    import pandas as pd
-
-    frame = pd.DataFrame({"claim": ["CBSwR beats SME (R@1)", "CBSwR beats CBS (R@1)"], "ours": [-1.0, 2.0],
-                          "low": [-3.0, 0.5], "high": [1.0, 3.5], "paper": [2.5, None],
-                          "verdict": ["inconclusive", "supported"]})
-    fig = plots.gains_by_scale({"smoke": frame, "Fashion-MNIST": frame, "glyphs": frame}, title="CBSwR")
-    fig.canvas.draw()
-    heights = [ax.get_window_extent().height / fig.dpi for ax in fig.axes]
-    plt.close(fig)
-    assert len(heights) == 3 and min(heights) >= 1.0, heights
-
-
 def test_retrieval_frames_each_neighbour_by_whether_it_shares_the_querys_class():
     """Points on a line, so the neighbours are known by hand: query 0's two nearest others are 1 (its class) and 2
     (another); query 3's are 4 and 2 (both its class). The query is never its own neighbour."""
@@ -255,18 +240,4 @@ def test_glyph_specimen_marks_the_faces_test_bed_two_never_trains_on():
     colours = [matplotlib.colors.to_rgb(ax.yaxis.label.get_color()) for ax in axes[:, 0]]
     assert colours[:3] == [(0.0, 0.0, 0.0)] * 3 and colours[3:] == [pytest.approx(plots.WRONG)] * 2
     assert np.array_equal(axes[3, 2].images[0].get_array(), drawn[3, 2])  # face by row, draw by column
-    plt.close(fig)
-
-
-def test_the_findings_forest_plot_leaves_out_test_beds_without_words_unless_none_has_any():
-    import pandas as pd
-
-    frame = pd.DataFrame({"claim": ["A beats B (R@1)"], "ours": [1.0], "low": [-1.0], "high": [3.0],
-                          "paper": [2.0], "verdict": ["inconclusive"]})
-    smoke = frame.assign(verdict="no verdict")
-    fig = plots.gains_by_scale({"smoke": smoke, "glyphs": frame, "test bed II": smoke})
-    assert [ax.get_title() for ax in fig.axes] == ["glyphs"]  # a phone shows one readable panel, not three
-    plt.close(fig)
-    fig = plots.gains_by_scale({"smoke": smoke, "test bed II": smoke})  # a kernel's smoke run: its numbers
-    assert [ax.get_title() for ax in fig.axes] == ["smoke", "test bed II"]
     plt.close(fig)
