@@ -311,6 +311,38 @@ def gains(frame: pd.DataFrame, title: str = ""):
     return fig
 
 
+def paired_seeds(panels: dict, title: str = "", ylabel: str = "R@1 (%)"):
+    """A recorded comparison seed by seed: one panel per entry of ``panels`` (``{panel title: {row: one value a
+    seed, fractions}}``, every row the same seeds in the same order), a grey line per seed across the rows, so
+    that a paired difference is the slope of each line and a gain that holds on every split is every line rising,
+    and the mean over seeds in black. Returns the figure."""
+    if not panels or not all(panels.values()):
+        raise ValueError("no rows to draw: each panel needs at least one row of per-seed values")
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, constrained_layout=True,
+                             figsize=(min(10, 1.2 + 2.2 * sum(len(rows) for rows in panels.values())), 3.8))
+    for ax, (name, rows) in zip(axes[0], panels.items()):
+        values = 100 * np.array([rows[row] for row in rows], dtype=float)  # [rows, seeds]
+        x = np.arange(len(values))
+        ax.plot(x, values, color="grey", alpha=0.55, lw=1, marker="o", ms=3)
+        ax.plot(x, values.mean(1), color="black", lw=2.2, marker="D", ms=6)
+        ax.set_xticks(x, [_tick(row) for row in rows], fontsize=8)
+        ax.set_xlim(-0.4, len(values) - 0.6)
+        ax.set_title(name, fontsize=10)
+        ax.set_ylabel(ylabel)  # each panel its own scale: a clean and a noisy column differ by tens of points
+    axes[0, -1].legend(handles=[plt.Line2D([], [], color="grey", marker="o", ms=3, label="one seed"),
+                                plt.Line2D([], [], color="black", marker="D", lw=2.2, label="mean over seeds")],
+                       fontsize=8, loc="best", frameon=False)
+    fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def _tick(row: str) -> str:
+    """A row name as a tick label: a line per term of a sum (``"L_Trip + L^W"``), each term in mathtext, the
+    rest wrapped at 14 characters (wrapping mathtext would break its ``$...$``)."""
+    terms = row.split(" + ")
+    return "\n+ ".join(label_mpl(t) if label_mpl(t) != t else textwrap.fill(t, 14) for t in terms)
+
+
 def gradient_flows(flows: dict, target, times, point_size: float = 10):
     """One row per divergence, one column per time: the moving cloud (``flows[name]``: the positions
     :func:`dml_tutorial.discrepancy.gradient_flow` returns) over the fixed ``target`` (grey), at the steps in

@@ -760,6 +760,40 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
     display(Markdown("\n".join(lines)))
 
 
+def seed_lines(chapter: str, table: str, rows: list[str], columns: list[str], profile: str = "glyphs2",
+               ylabel: str = "R@1 (%)", results: Path = RESULTS):
+    """Draw one recorded table of ``chapter``'s ``profile`` runs seed by seed (:func:`dml_tutorial.plots.
+    paired_seeds`): a panel per column, the ``rows`` on each; returns the figure, or ``None`` (and says so) when
+    the table is not recorded."""
+    from IPython.display import Markdown, display
+
+    from . import plots
+
+    measured = recorded(chapter, profile, results).get(table)
+    if not measured:
+        display(Markdown(f"*No {profile} run of {chapter} has recorded the table {table!r} yet.*"))
+        return None
+    seeds = len(measured[rows[0]][columns[0]])
+    where = SUMMARY_SCALES.get(profile, profile)
+    return plots.paired_seeds({column: {row: measured[row][column] for row in rows} for column in columns},
+                              f"{where[:1].upper()}{where[1:]}, {seeds} seeds: each grey line is one seed's run",
+                              ylabel)
+
+
+def figure(chapter: str, name: str, profile: str = "glyphs2", results: Path = RESULTS) -> None:
+    """Display the figure ``name`` (its file's stem, as :func:`dml_tutorial.report.record_figure` named it) of the
+    first seed's recorded ``profile`` run of ``chapter``, in view: a picture of a real-data run where the kernel's
+    own run is a smoke run."""
+    from IPython.display import Image, Markdown, display
+
+    runs = sorted(runs_of(chapter, profile, results), key=lambda run: min(run.get("seeds") or [0]))
+    found = [f for run in runs[:1] for f in run.get("figures", []) if Path(f).stem == name]
+    if not found:
+        display(Markdown(f"*No {profile} run of {chapter} has recorded the figure {name!r} yet.*"))
+        return
+    display(Image(filename=str(Path(results) / chapter / found[0])))
+
+
 def details(chapter: str, profile: str = "fashion", results: Path = RESULTS):
     """The rest of a recorded profile's section, for a folded cell under :func:`show`: where and how the runs ran
     (device, package, commits, dates, compute, command), every recorded table over the seeds, the verdicts with

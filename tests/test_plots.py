@@ -241,3 +241,22 @@ def test_glyph_specimen_marks_the_faces_test_bed_two_never_trains_on():
     assert colours[:3] == [(0.0, 0.0, 0.0)] * 3 and colours[3:] == [pytest.approx(plots.WRONG)] * 2
     assert np.array_equal(axes[3, 2].images[0].get_array(), drawn[3, 2])  # face by row, draw by column
     plt.close(fig)
+
+
+def test_paired_seeds_draws_a_line_per_seed_and_the_mean_in_each_panel():
+    """Two panels of three seeds: each panel has one line per seed through its rows' values (in %) and one for
+    their mean; a sum's terms go on lines of their own, each still mathtext."""
+    panels = {"clean": {"L_Trip": [0.90, 0.80, 0.70], "L_Trip + L^W": [0.95, 0.70, 0.75]},
+              "sym 0.3": {"L_Trip": [0.3, 0.2, 0.1], "L_Trip + L^W": [0.6, 0.5, 0.4]}}
+    fig = plots.paired_seeds(panels, "title", ylabel="probe accuracy (%)")
+    assert [ax.get_title() for ax in fig.axes] == ["clean", "sym 0.3"]
+    for ax, rows in zip(fig.axes, panels.values()):
+        values = 100 * np.array(list(rows.values()))
+        *seeds, mean = ax.lines
+        assert len(seeds) == 3 and all(np.allclose(line.get_ydata(), values[:, i]) for i, line in enumerate(seeds))
+        assert np.allclose(mean.get_ydata(), values.mean(1)) and ax.get_ylabel() == "probe accuracy (%)"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == [
+        "$L_{\\mathrm{Trip}}$", "$L_{\\mathrm{Trip}}$\n+ $L^{\\mathrm{W}}$"]
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no rows"):
+        plots.paired_seeds({"clean": {}})

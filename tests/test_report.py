@@ -4,6 +4,7 @@ pages, which must be exactly what the committed run files give."""
 import json
 import subprocess
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
@@ -420,3 +421,31 @@ def test_the_summary_counts_the_words_of_the_verdict_table():
             assert counted == {w: words.count(w) for w in set(words)}, (chapter, profile)
             checked += 1
     assert checked >= 5
+
+
+def test_seed_lines_and_figure_show_a_recorded_run_in_view(tmp_path, monkeypatch):
+    """A chapter's picture of a real-data run: a recorded table drawn seed by seed, and a recorded figure of the
+    first seed's run; a table or figure not recorded says so instead of raising."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(obj))
+    folder = tmp_path / "dcdl"
+    folder.mkdir()
+    for seed, value in ((1, 0.6), (0, 0.5)):
+        run = {**_run([seed], [value], f"2026-12-0{seed + 1}"), "profile": "glyphs2",
+               "figures": [f"glyphs2_seed-{seed}.figures/curves.png"]}
+        (folder / f"glyphs2_seed-{seed}.json").write_text(json.dumps(run))
+        (folder / f"glyphs2_seed-{seed}.figures").mkdir()
+        plt.imsave(folder / f"glyphs2_seed-{seed}.figures" / "curves.png", np.full((4, 4), seed, dtype=float))
+    fig = report.seed_lines("dcdl", "Table 1", ["L_Trip"], ["accuracy"], results=tmp_path)
+    first, *_, mean = fig.axes[0].lines  # seeds in the runs' order, then their mean
+    assert np.allclose(first.get_ydata(), [50.0]) and np.allclose(mean.get_ydata(), [55.0])
+    assert "10 seeds" not in fig._suptitle.get_text() and "2 seeds" in fig._suptitle.get_text()
+    plt.close(fig)
+    report.figure("dcdl", "curves", results=tmp_path)
+    assert shown[-1].filename == str(folder / "glyphs2_seed-0.figures" / "curves.png")  # the first seed's
+    assert report.seed_lines("dcdl", "Table 9", ["L_Trip"], ["accuracy"], results=tmp_path) is None
+    report.figure("dcdl", "nothing", results=tmp_path)
+    assert [s.data for s in shown[-2:]] == ["*No glyphs2 run of dcdl has recorded the table 'Table 9' yet.*",
+                                            "*No glyphs2 run of dcdl has recorded the figure 'nothing' yet.*"]
