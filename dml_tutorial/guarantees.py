@@ -1,28 +1,37 @@
-"""The noise chapter's experiment (Ding et al., *Theoretical guarantees of deep metric learning under label noise*),
-declared once: its arms, the search of their shared learning rate, the grid of every training, and the runner.
+"""The noise chapter's experiment (Le & Odobez, *Theoretical guarantees of deep embedding losses under label
+noise*), declared once: its arms, each row's best shot, the grid of every training, and the runner.
 
-    choices, search, betas = guarantees.rate_search(run, cfg, seed=0)    # test bed II: on held-out classes
+    choices = guarantees.best_shots(cfg, 0, trial_run)          # test bed II: each arm at each noise rate
     specs = guarantees.grid(cfg, seeds, choices)
     results = experiment.run_grid(specs, guarantees.run_spec(splits, device))
 
 Every arm sums its hinge terms and divides by the positive pairs of the batch (eq. 4's 1/|S|): the triplet loss
 with random or fixed semi-hard negatives (the two samplers whose ranking under noise the paper reports) and the
-marginal loss with random semi-hard negatives, at the paper's beta 1.4 unless a search chose another.
+marginal loss with random semi-hard negatives, at the paper's beta 1.4 unless its search chose another.
+
+Where the profile searches (``search_lrs``), each arm at each noise rate is a row with its own best shot
+(:mod:`dml_tutorial.search`: rate, length and, for the marginal loss, beta) on held-out seen classes whose labels
+are as noisy as the row's training labels (issue #86): a practitioner tunes on the labels they have. The other
+tables train at a searched row's choice: a topline at its arm's clean choice (it is the clean arm on fewer
+samples), the recipes and checkpoints of the two triplet arms at their row's, the marginal's clean pre-training at
+its clean row's and its noisy fine-tuning at each noisy row's, the skew's run at its row's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from functools import partial
 
 import numpy as np
 
-from . import experiment, ladder, losses
+from . import experiment, losses, search
+from . import noise as label_noise
 from .spec import RunSpec
 
-#: The grid's tables, in the order the chapter runs them; the search's runs are named by the first.
-RATE_SEARCH, NOISE_RATES, RECIPES, CHECKPOINTS, CLEAN_START, FROM_CLEAN, SKEW = (
-    "the learning rate", "noise rates", "other recipes", "checkpoints", "clean pre-training",
+#: The grid's tables, in the order the chapter runs them; the searches' trials are named by the first.
+BEST_SHOT, NOISE_RATES, RECIPES, CHECKPOINTS, CLEAN_START, FROM_CLEAN, SKEW = (
+    "best shot", "noise rates", "other recipes", "checkpoints", "clean pre-training",
     "from the clean pre-training", "skew")
 #: The arm the clean pre-training and its noisy fine-tuning train (section 5's initialisation).
 MARGINAL = "marginal, random semi-hard"
@@ -40,108 +49,155 @@ def marginal_loss(beta: float = BETA):
     return partial(losses.margin_loss, alpha=0.2, beta=beta, negatives="semihard-random", reduction="pairs")
 
 
-def arms(choices: dict | None = None) -> dict:
-    """``{name: loss}``: the three arms, the marginal at ``choices["marginal beta"]`` where a search chose one."""
+def arms(beta: float = BETA) -> dict:
+    """``{name: loss}``: the three arms, the marginal loss at ``beta``."""
     triplet = partial(losses.triplet_loss, margin=0.2, reduction="pairs")
     return {"triplet, random semi-hard": partial(triplet, negatives="semihard-random"),
             "triplet, fixed semi-hard": partial(triplet, negatives="semihard-fixed"),
-            MARGINAL: marginal_loss((choices or {}).get("marginal beta", BETA))}
+            MARGINAL: marginal_loss(beta)}
 
 
-def rate_search(run, cfg, seed: int) -> tuple[dict, dict, dict]:
-    """One learning rate for the three arms on the validation split (clean labels; :func:`ladder.shared_rate`
-    over ``cfg.lr_candidates``, walking ``cfg.lr_ladder``), each trained by ``run`` (:func:`run_spec`) on ``seed``.
-    With ``cfg.beta_candidates`` (test bed II) the marginal loss trains at each beta at each rate and enters the
-    rate's mean at its best, so that an untuned beta cannot tip the shared rate; its beta is then the best at the
-    chosen rate (ties: the first listed). The second-best rate is kept too where a recipe trains at it
-    (``cfg.recipes``).
-
-    Returns the run's choices ``{"lr", "runner-up lr", "marginal beta"}`` (those that apply), the search's table
-    ``{lr: {arm: [R@1]}}`` and the betas' ``{lr: {beta: R@1}}`` (empty without candidates)."""
-    def fit(loss, lr):
-        return run(RunSpec(RATE_SEARCH, "", loss, cfg.replace(lr=lr), seed=seed, split="validation"))
-
-    fits = {name: partial(fit, loss) for name, loss in arms().items()}
-    by_beta = {}
-
-    def marginal_at_its_best(lr):
-        runs = {b: fit(marginal_loss(b), lr) for b in cfg.beta_candidates}
-        by_beta[lr] = {b: r.metrics["R@1"] for b, r in runs.items()}
-        return max(runs.values(), key=lambda r: r.metrics["R@1"])  # ties: the first
-
-    if cfg.beta_candidates:
-        del fits[MARGINAL]
-        fits[MARGINAL + ", its best beta"] = marginal_at_its_best
-    lr, search = ladder.shared_rate(fits, cfg.lr_candidates, rate_ladder=cfg.lr_ladder)
-    choices = {"lr": lr}
-    if any(v == "runner-up" for changes in (cfg.recipes or {}).values() for v in changes.values()):
-        means = {rate: np.mean([v[0] for v in row.values()]) for rate, row in search.items()}
-        choices["runner-up lr"] = sorted(means, key=means.get)[-2]
-    if by_beta:
-        choices["marginal beta"] = max(by_beta[lr], key=by_beta[lr].get)  # ties: the first listed
-    return choices, search, by_beta
+def row_name(arm: str, rate: float) -> str:
+    """A searched row: ``"triplet, random semi-hard, p = 0.4"``."""
+    return f"{arm}, p = {rate:g}"
 
 
-def planned_search(cfg) -> int:
-    """The search's trainings whatever the scores (the walk's sure steps; its rest: ``Plan.add``): each rate
-    planned times the two triplet arms and the marginal at each beta (at one without candidates)."""
-    if not cfg.lr_candidates:
-        return 0
-    return ladder.planned(cfg.lr_candidates, cfg.lr_ladder) * (2 + len(cfg.beta_candidates or [None]))
+def rows(cfg) -> dict:
+    """``{row: (arm, rate)}``: every arm at every noise rate of ``cfg.rates``, each searched on its own."""
+    return {row_name(arm, rate): (arm, rate) for arm in arms() for rate in cfg.rates}
+
+
+def search_rule(cfg, arm: str) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of ``arm``'s rows: the rate and length, and the marginal loss's
+    beta along ``cfg.beta_candidates`` from the paper's 1.4, on the validation split's R@1; ``None`` where the
+    profile searches nothing (no ``search_lrs``)."""
+    if not cfg.search_lrs:
+        return None
+    knob = None
+    if arm == MARGINAL and cfg.beta_candidates:
+        betas = tuple(cfg.beta_candidates)
+        knob = search.Axis("beta", betas, (BETA if np.isclose(BETA, betas).any() else betas[-1],))
+    return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths, knob,
+                         cfg.search_every)
+
+
+def _noisy(rate: float):
+    return ("symmetric", rate) if rate else None
+
+
+def _row_spec(cfg, row: str, seed: int) -> RunSpec:
+    arm, rate = rows(cfg)[row]
+    return RunSpec(BEST_SHOT, row, arms()[arm], cfg, rate, seed=seed, options={"noise": _noisy(rate)})
+
+
+def _vary(spec: RunSpec, name: str, value) -> RunSpec:
+    """A trial's knob: the marginal loss's beta."""
+    if name != "beta":
+        raise ValueError(f"the noise chapter searches beta, not {name!r}")
+    return dataclasses.replace(spec, method=marginal_loss(value))
+
+
+def best_shots(cfg, seed: int, run) -> dict:
+    """Each row of :func:`rows` at its best shot (:func:`dml_tutorial.search.best_shot` under :func:`search_rule`)
+    on the validation split, its labels as noisy as the row's, on ``seed``, each trial run by ``run``. Returns the
+    run's choices, ``{"best shot": {row: Choice as data}}`` (``{}`` where the profile searches nothing)."""
+    chosen = {row: search.best_shot(_row_spec(cfg, row, seed), rule, run, _vary).as_data()
+              for row, (arm, _) in rows(cfg).items() if (rule := search_rule(cfg, arm))}
+    return {"best shot": chosen} if chosen else {}
+
+
+def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+    """The trials :func:`best_shots` makes whatever the scores, for the plan (the walks': :func:`unplanned`)."""
+    return [trial for row, (arm, _) in rows(cfg).items() if (rule := search_rule(cfg, arm))
+            for trial in search.starting_trials(_row_spec(cfg, row, seed), rule, _vary)]
+
+
+def unplanned(cfg, choices: dict) -> int:
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    found = rows(cfg)
+    return search.walked(choices, lambda row: search_rule(cfg, found[row][0]))
+
+
+def stand_in(cfg) -> dict | None:
+    """Choices any search of ``cfg`` could make (the profile's rate and length for every row, another rate tried
+    before it), for a plan that counts the grid before the searches ran: a choice changes what a run trains with,
+    not how many runs there are."""
+    if not cfg.search_lrs:
+        return None
+    other = next(lr for lr in cfg.search_lrs if not np.isclose(lr, cfg.lr))
+    trials = [{"lr": lr, "epochs": cfg.epochs, "curve": {cfg.epochs: 0.5}} for lr in (cfg.lr, other)]
+    return {"best shot": {row: {"values": {"lr": cfg.lr, "epochs": cfg.epochs}, "trials": trials}
+                          for row in rows(cfg)}}
+
+
+def trained(cfg, choices: dict | None, arm: str, rate: float) -> tuple:
+    """``(loss, settings)`` of ``arm`` at noise ``rate`` as its row's search chose them (rate, length, beta); the
+    profile's own where none searched it."""
+    row = row_name(arm, rate)
+    return arms(search.chosen(choices, row).get("beta", BETA))[arm], search.tuned(cfg, choices, row)
+
+
+def _recipe(settings, changes: dict, choices: dict | None, row: str):
+    """``settings`` under a recipe's ``changes``; ``"runner-up"`` is the row's search's next-best rate."""
+    def value(v):
+        if v != "runner-up":
+            return v
+        if (lr := search.runner_up(choices, row)) is None:
+            raise ValueError(f"the recipe's runner-up rate needs {row!r}'s search to have tried another rate")
+        return lr
+
+    return settings.replace(**{k: value(v) for k, v in changes.items()})
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
-    """Every training of the chapter after its search, at the run's ``choices`` (:func:`rate_search`; the
-    profile's rate without one), in the order the chapter runs them, each on every seed (the skew's run on
+    """Every training of the chapter after its searches, at the run's ``choices`` (:func:`best_shots`; the
+    profile's settings without them), in the order the chapter runs them, each on every seed (the skew's run on
     the first):
 
-    - noise rates: each arm at each of ``cfg.rates`` of symmetric noise, and at each noisy rate p its topline, the
-      1 - p clean samples (Le & Odobez's);
-    - other recipes (``cfg.recipes``, test bed II): the two triplet arms at each rate under each recipe's changes
-      (``"runner-up"``: the search's second-best rate);
-    - checkpoints (``cfg.checkpoint_steps``): the two triplet arms at each of ``cfg.checkpoint_rates``, trained to
-      the last checkpoint with R@1 after every gcd of them;
+    - noise rates: each arm at each of ``cfg.rates`` of symmetric noise, at its row's choice, and at each noisy
+      rate p its topline, the 1 - p clean samples (Le & Odobez's), at its arm's clean choice;
+    - other recipes (``cfg.recipes``, test bed II): the two triplet arms at each rate, at their row's choice under
+      each recipe's changes (``"runner-up"``: the row's search's next-best rate);
+    - checkpoints (``cfg.checkpoint_steps``): the two triplet arms at each of ``cfg.checkpoint_rates``, at their
+      row's rate, trained to the last checkpoint with R@1 after every gcd of them;
     - the marginal trained on clean labels keeping its weights, then from them at each noisy rate;
-    - skew, last: the random semi-hard triplet at ``cfg.skew_rate`` on the first seed, at the profile's settings,
-      keeping its weights (the miners' skew is measured on them, and on an untrained network the notebook draws
-      from the random state this run leaves: the recorded numbers repeat only in this order).
+    - skew, last: the random semi-hard triplet at ``cfg.skew_rate`` on the first seed, keeping its weights (the
+      miners' skew is measured on them).
 
     The notebook runs these (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
-    choices = dict(choices or {})
-    chosen = cfg.replace(**{k: v for k, v in choices.items() if k == "lr"})
     seeds = list(seeds)
-    methods = arms(choices)
-
-    def noisy(rate):
-        return ("symmetric", rate) if rate else None
-
     specs = []
-    for name, loss in methods.items():
+    for arm in arms():
+        clean_loss, clean = trained(cfg, choices, arm, 0.0)
         for rate in cfg.rates:
-            specs += [RunSpec(NOISE_RATES, name, loss, chosen, rate, seed=s, options={"noise": noisy(rate)})
+            loss, settings = trained(cfg, choices, arm, rate)
+            specs += [RunSpec(NOISE_RATES, arm, loss, settings, rate, seed=s, options={"noise": _noisy(rate)})
                       for s in seeds]
             if rate:
-                specs += [RunSpec(NOISE_RATES, f"{name} (topline)", loss, chosen, rate, seed=s,
+                specs += [RunSpec(NOISE_RATES, f"{arm} (topline)", clean_loss, clean, rate, seed=s,
                                   options={"fraction": 1 - rate}) for s in seeds]
     for recipe, changes in (cfg.recipes or {}).items():
-        own = chosen.replace(**{k: choices["runner-up lr"] if v == "runner-up" else v for k, v in changes.items()})
-        specs += [RunSpec(RECIPES, f"{m}, {recipe}", methods[m], own, rate, seed=s, options={"noise": noisy(rate)})
-                  for m in PAIR for rate in cfg.rates for s in seeds]
-    if cfg.checkpoint_steps:
-        longer = _checkpointed(chosen, cfg.checkpoint_steps)
-        specs += [RunSpec(CHECKPOINTS, m, methods[m], longer, rate, seed=s,
-                          options={"noise": noisy(rate), "curves": True})
-                  for m in PAIR for rate in cfg.checkpoint_rates for s in seeds]
-    marginal = methods[MARGINAL]
-    specs += [RunSpec(CLEAN_START, MARGINAL, marginal, chosen, 0.0, seed=s, options={"keep_state": True})
+        for m in PAIR:
+            for rate in cfg.rates:
+                loss, settings = trained(cfg, choices, m, rate)
+                own = _recipe(settings, changes, choices, row_name(m, rate))
+                specs += [RunSpec(RECIPES, f"{m}, {recipe}", loss, own, rate, seed=s, options={"noise": _noisy(rate)})
+                          for s in seeds]
+    for m in PAIR if cfg.checkpoint_steps else ():
+        for rate in cfg.checkpoint_rates:
+            loss, settings = trained(cfg, choices, m, rate)
+            specs += [RunSpec(CHECKPOINTS, m, loss, _checkpointed(settings, cfg.checkpoint_steps), rate, seed=s,
+                              options={"noise": _noisy(rate), "curves": True}) for s in seeds]
+    loss, settings = trained(cfg, choices, MARGINAL, 0.0)
+    specs += [RunSpec(CLEAN_START, MARGINAL, loss, settings, 0.0, seed=s, options={"keep_state": True})
               for s in seeds]
-    specs += [RunSpec(FROM_CLEAN, MARGINAL, marginal, chosen, rate, seed=s,
-                      options={"noise": noisy(rate), "start": CLEAN_START})
-              for rate in cfg.rates if rate for s in seeds]
-    # last: the chapter's untrained network for the skew is drawn from the random state this run leaves behind
-    return specs + [RunSpec(SKEW, "triplet, random semi-hard", methods["triplet, random semi-hard"], cfg,
-                            cfg.skew_rate, seed=seeds[0],
-                            options={"noise": ("symmetric", cfg.skew_rate), "keep_state": True})]
+    for rate in [r for r in cfg.rates if r]:
+        loss, settings = trained(cfg, choices, MARGINAL, rate)
+        specs += [RunSpec(FROM_CLEAN, MARGINAL, loss, settings, rate, seed=s,
+                          options={"noise": _noisy(rate), "start": CLEAN_START}) for s in seeds]
+    loss, settings = trained(cfg, choices, "triplet, random semi-hard", cfg.skew_rate)
+    return specs + [RunSpec(SKEW, "triplet, random semi-hard", loss, settings, cfg.skew_rate, seed=seeds[0],
+                            options={"noise": _noisy(cfg.skew_rate), "keep_state": True})]
 
 
 def _checkpointed(chosen, steps):
@@ -153,13 +209,26 @@ def _checkpointed(chosen, steps):
     return chosen.replace(epochs=max(steps) // per, eval_every=math.gcd(*steps) // per)
 
 
+def held_out_noise(dataset, noise, seed: int):
+    """``dataset`` with its labels corrupted by ``noise`` among its own classes (symmetric noise draws another of
+    the classes present): the held-out classes' labels as a practitioner has them, as noisy as the training's,
+    for a noisy row's search (issue #86)."""
+    if noise is None or not noise[1]:
+        return dataset
+    classes, index = np.unique(np.asarray(dataset.labels), return_inverse=True)
+    return dataset.with_labels(classes[label_noise.corrupt_labels(index, len(classes), noise[1], noise[0],
+                                                                   seed=seed)])
+
+
 def run_spec(splits: dict, device="auto"):
     """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
-    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or :func:`rate_search` trained on ``splits[spec.split]``
+    :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or of a search trained on ``splits[spec.split]``
     (:func:`dml_tutorial.experiment.train_and_retrieve`, P x K batches of its settings, with the label noise, the
     fraction, the curves and the kept weights its options name); a run whose options name a ``start`` starts from
-    the weights of the same seed's run of that table (which keeps them: :data:`CLEAN_START`). A
-    ``functools.partial``, so that the cache's key holds the data it binds."""
+    the weights of the same seed's run of that table (which keeps them: :data:`CLEAN_START`). A search's trial
+    (``options["curve"]``) records the R@1 of its split's held-out classes at every checkpoint, their labels as
+    noisy as its training labels (:func:`held_out_noise`). A ``functools.partial``, so that the cache's key holds
+    the data it binds."""
     return partial(_train_spec, splits=splits, device=device, states=_States())
 
 
@@ -176,13 +245,16 @@ class _States:
 def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits: dict, device="auto",
                 states: _States) -> experiment.Run:
     """:func:`run_spec`'s runner."""
-    o, s = spec.options, spec.settings
+    o, s, data = spec.options, spec.settings, splits[spec.split]
+    evaluate = None
+    if "curve" in o:  # a search's trial: its held-out classes' labels as noisy as its training labels
+        data = dataclasses.replace(data, test=held_out_noise(data.test, o.get("noise"), spec.seed))
+        evaluate = experiment.recall_checkpoint(data.test, o["curve"], s)
     init = states.kept[(o["start"], spec.seed)] if "start" in o else None
-    out = experiment.train_and_retrieve(splits[spec.split], spec.method, s, p=s.p, k=s.k, seed=spec.seed,
-                                        device=device, progress=progress, checkpoint=checkpoint,
-                                        noise=o.get("noise"), fraction=o.get("fraction", 1.0),
-                                        curves=o.get("curves", False), keep_state=o.get("keep_state", False),
-                                        init=init)
+    out = experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,
+                                        progress=progress, checkpoint=checkpoint, noise=o.get("noise"),
+                                        fraction=o.get("fraction", 1.0), curves=o.get("curves", False),
+                                        keep_state=o.get("keep_state", False), init=init, evaluate=evaluate)
     if o.get("keep_state"):
         states.kept[(spec.table, spec.seed)] = out.state
     return out

@@ -229,12 +229,9 @@ def _column(column) -> str:
     return f"{column:g}" if isinstance(column, float) else str(column)
 
 
-def _noise_guarantees(cfg, n_train):  # the rate search's sure trainings (its walk's rest: Plan.add), the grid
-    stand_in = {"runner-up lr": cfg.lr} if cfg.recipes else None  # any rate: as many runs
-    out = from_specs(guarantees.grid(cfg, range(cfg.n_seeds), stand_in), cfg, n_train)
-    searched, batch = guarantees.planned_search(cfg), cfg.p * cfg.k  # on the validation split, at n_train: a bound
-    return [Trainings(guarantees.RATE_SEARCH, searched, _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg))
-            ] * bool(searched) + out
+def _noise_guarantees(cfg, n_train):  # each row's search's first trials (the validation split), then the grid
+    specs = guarantees.best_shot_trials(cfg, 0) + guarantees.grid(cfg, range(cfg.n_seeds), guarantees.stand_in(cfg))
+    return from_specs(specs, cfg, n_train)
 
 
 def _bench(cfg, n_train):  # the search's sure trials (its walk's rest: Plan.add), then the grid, each method timed
@@ -267,8 +264,7 @@ GRIDS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _ep
 #: chapter -> grid(cfg, seeds): each chapter's declared runs after its searches, at the profile's own settings where
 #: a search would choose (a choice changes what a run trains with, not how many runs there are).
 SPECS = {"dcdl": dcdl.grid, "ecaml": ecaml.grid, "eps": eps.grid, "cbswr": clustering.grid, "bench": bench.grid,
-         "noise_guarantees": lambda cfg, seeds: guarantees.grid(
-             cfg, seeds, {"runner-up lr": cfg.lr} if cfg.recipes else None)}
+         "noise_guarantees": lambda cfg, seeds: guarantees.grid(cfg, seeds, guarantees.stand_in(cfg))}
 
 
 def describe_grid(chapter: str, cfg) -> str:

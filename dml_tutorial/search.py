@@ -184,6 +184,15 @@ def walked(choices: dict | None, rule_of: Callable) -> int:
     return sum(unplanned(Choice(**data), rule_of(row)) for row, data in (choices or {}).get("best shot", {}).items())
 
 
+def runner_up(choices: dict | None, row: str, axis: str = "lr"):
+    """The ``axis`` value of the best trial of ``row``'s search whose value there is not the chosen one (ties: the
+    first made): a control's "next best" setting (the noise chapter's runner-up rate); ``None`` where the search
+    tried no other value."""
+    data = (choices or {}).get("best shot", {}).get(row)
+    others = [t for t in (data or {}).get("trials", []) if not np.isclose(t[axis], data["values"][axis])]
+    return max(others, key=lambda t: max(t["curve"].values()))[axis] if others else None
+
+
 def _start(rule: Search) -> list[tuple]:
     """The starting grid: each starting rate at each knob candidate (the knob's ``off`` included)."""
     return [(lr, value) for lr in rule.rate.start for value in (rule.knob.candidates() if rule.knob else (None,))]

@@ -324,10 +324,8 @@ class NoiseSettings(Settings):
 
     rates: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6)  # symmetric noise rates p
     skew_rate: float = 0.4  # the rate the skew of mining is measured at
-    lr_candidates: tuple[float, ...] | None = None  # the shared rate's search (None: no search)
-    lr_ladder: tuple[float, ...] | None = None
-    held_out: int | None = None
-    beta_candidates: tuple[float, ...] | None = None  # the marginal loss's beta, searched at each rate
+    held_out: int | None = None  # seen classes held out for the searches (with search_lrs)
+    beta_candidates: tuple[float, ...] | None = None  # the marginal loss's beta: its search's ladder
     recipes: Mapping | None = None  # {name: overrides} the two triplet arms also train under
     checkpoint_steps: tuple[int, ...] | None = None  # R@1 of the two triplet arms at these steps
     checkpoint_rates: tuple[float, ...] | None = None

@@ -1,9 +1,10 @@
 """The noise chapter's experiment as data (dml_tutorial/guarantees.py): its grid declares each training once, with
-the settings, noise and start the notebook used to write by hand; the search returns its choices; the runner keeps
-and reuses the weights a start needs."""
+the settings, noise and start the notebook used to write by hand; each row's search returns its choice, on held-out
+labels as noisy as the row's; the runner keeps and reuses the weights a start needs."""
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from dml_tutorial import experiment, guarantees, plan, profiles, train
@@ -37,39 +38,72 @@ def test_the_grid_declares_each_training_once_in_the_order_the_chapter_runs_it()
     assert {s.options["start"] for s in tables[guarantees.FROM_CLEAN]} == {guarantees.CLEAN_START}
 
 
-def test_the_grid_trains_at_the_searchs_choices_with_the_recipes_and_checkpoints_of_test_bed_ii():
+def _shot(lr, epochs, trials=(), **knob):
+    """A row's Choice as a run file keeps it: the values, and trials ``(lr, best R@1)`` at the same length."""
+    return {"values": {"lr": lr, **knob, "epochs": epochs},
+            "trials": [{"lr": r, **knob, "epochs": epochs, "curve": {epochs: score}} for r, score in trials]}
+
+
+def test_the_grid_trains_each_row_at_its_own_choice_with_the_recipes_and_checkpoints_of_test_bed_ii():
     cfg = profiles.settings("noise_guarantees", "glyphs2")
-    choices = {"lr": 3e-3, "runner-up lr": 1e-4, "marginal beta": 0.8}
-    tables = _by_table(guarantees.grid(cfg, [0], choices))
-    assert {s.settings.lr for s in tables[guarantees.NOISE_RATES]} == {3e-3}
-    assert tables[guarantees.SKEW][0].settings == cfg  # the skew run keeps the profile's rate, as recorded
-    marginal = next(s for s in tables[guarantees.NOISE_RATES] if s.row == guarantees.MARGINAL)
-    assert marginal.method.keywords["beta"] == 0.8
-    recipes = {s.row.rsplit(", ", 1)[1]: s.settings for s in tables[guarantees.RECIPES]}
-    assert recipes["the runner-up rate"].lr == 1e-4 and recipes["Adam at the chosen rate"].optimizer == "adam"
+    shots = {guarantees.row_name(arm, rate): _shot(1e-3 if rate else 3e-3, 20 if rate else 40,
+                                                    [(1e-4, 0.5), (1e-3 if rate else 3e-3, 0.7), (1e-2, 0.6)])
+             for arm in guarantees.arms() for rate in cfg.rates}
+    shots[guarantees.row_name(guarantees.MARGINAL, 0.4)]["values"]["beta"] = 0.8
+    tables = _by_table(guarantees.grid(cfg, [0], {"best shot": shots}))
+    for s in tables[guarantees.NOISE_RATES]:  # a noisy row at its own choice, a topline at its arm's clean one
+        clean = s.row.endswith("(topline)") or not s.column
+        assert (s.settings.lr, s.settings.epochs) == ((3e-3, 40) if clean else (1e-3, 20)), s.row
+    marginal = {s.column: s.method.keywords["beta"] for s in tables[guarantees.NOISE_RATES]
+                if s.row == guarantees.MARGINAL}
+    assert marginal == {0.0: 1.4, 0.2: 1.4, 0.4: 0.8, 0.6: 1.4}  # the paper's beta where the search kept it
+    (skew,) = tables[guarantees.SKEW]
+    assert (skew.settings.lr, skew.settings.epochs) == (1e-3, 20)  # its row's choice (p = skew_rate)
+    recipes = {(s.row.rsplit(", ", 1)[1], s.column): s.settings for s in tables[guarantees.RECIPES]}
+    assert recipes[("the runner-up rate", 0.4)].lr == 1e-2  # the row's next-best rate: 0.6 beats 0.5
+    assert recipes[("Adam at the chosen rate", 0.0)].optimizer == "adam" and recipes[(
+        "Adam at the chosen rate", 0.0)].lr == 3e-3
     assert len(tables[guarantees.RECIPES]) == 2 * len(cfg.recipes) * len(cfg.rates)
     longer = tables[guarantees.CHECKPOINTS][0].settings
-    assert longer.epochs * cfg.batches_per_epoch == max(cfg.checkpoint_steps)
+    assert longer.lr == 3e-3 and longer.epochs * cfg.batches_per_epoch == max(cfg.checkpoint_steps)
     assert longer.eval_every * cfg.batches_per_epoch == 500  # the gcd of 500, 1,000, 1,500 and 3,000 steps
     assert all(s.options["curves"] for s in tables[guarantees.CHECKPOINTS])
     with pytest.raises(ValueError, match="each a multiple of batches_per_epoch"):
-        guarantees.grid(cfg.replace(checkpoint_steps=(150,)), [0], choices)
+        guarantees.grid(cfg.replace(checkpoint_steps=(150,)), [0], {"best shot": shots})
+    lonely = {row: _shot(1e-3, 20, [(1e-3, 0.7)]) for row in shots}  # a search that tried one rate only
+    with pytest.raises(ValueError, match="runner-up rate needs"):
+        guarantees.grid(cfg, [0], {"best shot": lonely})
 
 
-def test_the_rate_search_takes_the_best_mean_and_the_marginals_best_beta_there():
-    cfg = profiles.settings("noise_guarantees", "glyphs2").replace(lr_ladder=None, beta_candidates=(0.6, 1.4))
+def test_each_row_searches_on_held_out_labels_as_noisy_as_its_own():
+    """Every arm at every noise rate is a row of its own (issue #86); its trials train on the validation split with
+    the row's noise, the marginal's walk moves beta, and the runner scores a trial on held-out labels corrupted
+    among the held-out classes at the row's rate."""
+    cfg = profiles.settings("noise_guarantees", "glyphs2").replace(search_lrs=(3e-4, 1e-3, 3e-3),
+                                                                    search_lr_start=(3e-4, 1e-3),
+                                                                    search_lengths=(10,), beta_candidates=(1.0, 1.4))
     seen = []
 
-    def run(spec):  # R@1 peaks at lr 1e-3 for every arm; the marginal prefers beta 0.6
-        seen.append((spec.table, spec.split, spec.seed))
-        beta = getattr(spec.method, "keywords", {}).get("beta", 0)
-        return SimpleNamespace(metrics={"R@1": -abs(spec.settings.lr - 1e-3) + (beta == 0.6) * 0.01})
+    def run(trial):  # R@1 peaks at lr 1e-3 for every row; the marginal prefers beta 1.0
+        seen.append((trial.table, trial.split, trial.seed, trial.options["noise"]))
+        beta = trial.method.keywords.get("beta", 0)
+        score = 0.5 - abs(trial.settings.lr - 1e-3) + (beta == 1.0) * 0.01
+        return SimpleNamespace(history=SimpleNamespace(records=[{"epoch": 10, "R@1": score}]))
 
-    choices, search, by_beta = guarantees.rate_search(run, cfg, 7)
-    assert set(seen) == {(guarantees.RATE_SEARCH, "validation", 7)}
-    assert len(seen) == guarantees.planned_search(cfg) == len(cfg.lr_candidates) * (2 + 2)
-    assert choices == {"lr": 1e-3, "runner-up lr": 3e-4, "marginal beta": 0.6}
-    assert list(by_beta[1e-3]) == [0.6, 1.4] and set(search) == set(cfg.lr_candidates)
+    choices = guarantees.best_shots(cfg, 7, run)["best shot"]
+    assert set(choices) == set(guarantees.rows(cfg)) and len(choices) == 3 * len(cfg.rates)
+    assert {(t, split, seed) for t, split, seed, _ in seen} == {(guarantees.BEST_SHOT, "validation", 7)}
+    assert {noise for *_, noise in seen} == {None} | {("symmetric", r) for r in cfg.rates if r}
+    assert all(c["values"]["lr"] == 1e-3 for c in choices.values())
+    assert {c["values"].get("beta") for row, c in choices.items() if row.startswith("marginal")} == {1.0}
+    starting = guarantees.best_shot_trials(cfg, 7)
+    assert len(starting) == 2 * 4 * 2 + 4 * 2  # two triplet arms x 4 rates x 2 rates; the marginal at beta 1.4
+    assert guarantees.unplanned(cfg, {"best shot": choices}) == len(seen) - len(starting)
+    held = SimpleNamespace(labels=np.repeat(np.arange(800, 900), 20))
+    held.with_labels = lambda labels: SimpleNamespace(labels=labels)
+    noisy = guarantees.held_out_noise(held, ("symmetric", 0.4), seed=3)
+    assert set(noisy.labels) <= set(range(800, 900)) and 0.3 < np.mean(noisy.labels != held.labels) < 0.5
+    assert guarantees.held_out_noise(held, None, 3) is held
 
 
 def test_the_runner_starts_from_the_weights_of_the_same_seeds_clean_run_which_is_never_cached(monkeypatch,
@@ -102,12 +136,13 @@ def test_a_grid_that_declares_a_run_twice_is_refused():
         experiment.run_grid([spec, spec], lambda s: None)
 
 
-def test_the_plan_counts_the_grid_and_the_searchs_sure_trainings(monkeypatch):
+def test_the_plan_counts_the_grid_and_the_searches_first_trials(monkeypatch):
     monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
     cfg = profiles.settings("noise_guarantees", "glyphs2", {"n_seeds": 2})
     p = plan.make("noise_guarantees", cfg, "cpu", n_train=1_000)
-    grid = guarantees.grid(cfg, [0, 1], {"lr": 1e-3, "runner-up lr": 3e-4})
-    assert p.runs == len(grid) + guarantees.planned_search(cfg)
+    grid = guarantees.grid(cfg, [0, 1], guarantees.stand_in(cfg))
+    trials = guarantees.best_shot_trials(cfg, 0)
+    assert p.runs == len(grid) + len(trials)
     assert sum(t.runs * t.steps for t in p.trainings) == sum(
-        s.settings.epochs * s.settings.batches_per_epoch for s in grid) + p.trainings[0].runs * p.trainings[0].steps
-    assert p.trainings[0].section == guarantees.RATE_SEARCH  # what the notebook adds the walk's rest to
+        s.settings.epochs * s.settings.batches_per_epoch for s in grid + trials)
+    assert p.trainings[0].section == guarantees.BEST_SHOT  # what the notebook adds the walks to

@@ -150,3 +150,14 @@ def test_a_runs_choices_read_back_row_by_row():
     assert search.tuned(cfg, choices, "SME") == cfg and search.tuned(cfg, None, "CBS") == cfg
     assert search.walked(choices, lambda row: rule) == len(choice.trials) - rule.planned() == 2
     assert search.walked({}, lambda row: rule) == 0
+
+
+def test_the_runner_up_is_the_best_trial_at_another_rate_and_none_without_one():
+    def trial(lr, score):
+        return {"lr": lr, "epochs": 5, "curve": {5: score}}
+
+    data = {"values": {"lr": 1e-3, "epochs": 5}, "ladders": {}, "edges": [],
+            "trials": [trial(1e-3, 0.9), trial(3e-4, 0.7), trial(3e-3, 0.7), trial(1e-3, 0.95)]}
+    assert search.runner_up({"best shot": {"row": data}}, "row") == 3e-4  # a tie at 0.7: the first made
+    assert search.runner_up({"best shot": {"row": {**data, "trials": data["trials"][::3]}}}, "row") is None
+    assert search.runner_up({}, "row") is None and search.runner_up(None, "row") is None
