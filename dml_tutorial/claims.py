@@ -140,7 +140,19 @@ def _eps() -> list[Claim]:
     superclasses = [Claim(f"EPS improves {base} on the letters of unseen superclasses (R@1)", letters, base,
                           f"EPS + {base}", "R@1", RETRIEVAL[0], why, gate=(letters, base, "R@1 (superclass)"))
                     for base in bases]
-    return even_odd + regular + original + superclasses
+    # registered 2026-12-05 before test bed II's re-run (issue #86): Fig. 3b ("increasing the number of positive
+    # samples enhances the model performance", Omniglot letters), on unseen characters at as many images a batch,
+    # and whether that growth is EPS's own (the margin loss without EPS at each k: an interaction, 2 as control);
+    # gated on Table 2's Dist-Margin, since Fig. 3b's table carries no reference rows
+    positives, gate = declared.EPS_POSITIVES, (table, "Dist-Margin", "R@1")
+    fig3b = [Claim("EPS + Dist-Margin with 16 positives per class beats 2 (unseen R@1)", positives,
+                   "EPS + Dist-Margin", "EPS + Dist-Margin", "16 per class", *RETRIEVAL, base_column="2 per class",
+                   gate=gate),
+             Claim("EPS's gain on Dist-Margin grows from 2 to 16 positives per class (unseen R@1)", positives,
+                   "Dist-Margin", "EPS + Dist-Margin", "16 per class", RETRIEVAL[0],
+                   "2 points of R@1 more gain at 16 positives than at 2: the retrieval threshold, on the part of "
+                   "the gain that grows with k", control="2 per class", gate=gate)]
+    return even_odd + regular + original + superclasses + fig3b
 
 
 def _noise() -> list[Claim]:

@@ -273,8 +273,9 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``); the sub-clusters (section 3: the triplet and the margin
     loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
     each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``); the superclasses
-    (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: EPS
-    with the margin loss at each of ``cfg.positives_per_class``, as many images a batch). The notebook runs each
+    (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: the
+    margin loss with EPS, then without it, at each of ``cfg.positives_per_class``, as many images a batch, each at
+    its arm's choice). The notebook runs each
     table on its own split (:data:`SPLITS`, :func:`run_spec`), the plan counts and times them, the cache keys on
     them."""
     p, k = cfg.p, cfg.k
@@ -297,10 +298,12 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
                   {"p": sup["p"], "k": sup["k"]})
                  for without, with_eps, name, *both in pairs[:len(cfg.losses)]
                  for row, use, settings in zip((without, with_eps), (False, True), both)]
-    row = label("margin", True)
-    margin = eps_loss("margin", True, **{**cfg.loss_options.get("margin", {}), **_knob(choices, row)})
-    rows += [(POSITIVES, row, n, margin, search.tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
-              {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
+    for use in (True, False):  # Fig. 3b, and the margin loss without EPS at each k: whose gain grows with k
+        row = label("margin", use)
+        margin = eps_loss("margin", use, **{**cfg.loss_options.get("margin", {}), **_knob(choices, row)})
+        rows += [(POSITIVES, row, n, margin,
+                  search.tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
+                  {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
     return [RunSpec(table, row, method, settings, column, seed=s, split=SPLITS[table], options=options)
             for table, row, column, method, settings, options in rows for s in seeds]
 

@@ -59,6 +59,7 @@ CBSWR_CLUSTERS = _declare("cbswr.clusters", "Table 4: number of clusters K")
 EPS_MAIN = _declare("eps.main", "Table 2: unseen classes")
 EPS_EVEN_ODD = _declare("eps.even_odd", "Table 1: even/odd")
 EPS_LETTERS = _declare("eps.letters", "Table 3: unseen superclasses by letter")
+EPS_POSITIVES = _declare("eps.positives", "Fig. 3b: same-class samples per batch, with and without EPS")
 ECAML_MAIN = _declare("ecaml.main", "Tables 4/5: unseen classes with and without EC")
 #: The suffix of a Tables 4/5 row of EC at the paper's weight (``"ECAML(Tri) at the paper's lambda"``), at its EC
 #: row's searched rate and length: ``ecaml.grid`` trains it, a claim reads it (here, where neither loads torch).

@@ -266,7 +266,8 @@ def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches()
     sup = [s for s in specs if s.table == eps.SUPERCLASSES and s.seed == 0]
     assert len(sup) == 2 * len(cfg.losses) and {(s.options["p"], s.options["k"]) for s in sup} == {(12, 5)}
     positives = [s for s in specs if s.table == eps.POSITIVES and s.seed == 0]
-    assert [s.column for s in positives] == list(cfg.positives_per_class)
+    assert [(s.row, s.column) for s in positives] == [(row, k) for row in ("EPS + Dist-Margin", "Dist-Margin")
+                                                     for k in cfg.positives_per_class]  # with EPS, then without
     assert {s.options["p"] * s.options["k"] for s in positives} == {
         eps.classes_per_batch(cfg, k) * k for k in cfg.positives_per_class}
     assert {s.settings.batches_per_epoch for s in positives} == {cfg.positives_batches}
