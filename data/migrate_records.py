@@ -18,7 +18,8 @@ The steps, oldest first:
   a constant id, and a chapter records them under it (``"id"`` beside the ``"table"`` title), so that claims find
   them by id, not by an English title a page may reword. This step adds the id to every recorded table whose title
   is a declared table's (run again when a table is declared later: CBSwR's Table 4, ``cbswr.clusters``, 2026-12-05,
-  for the K claim registered before test bed II's re-run).
+  for the K claim registered before test bed II's re-run; ECAML's Table 2, ``ecaml.dims``, the same day, for its
+  embedding-size claim).
 """
 
 from __future__ import annotations
