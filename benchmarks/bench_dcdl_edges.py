@@ -1,7 +1,8 @@
 """Whether DCDL's rows on test bed II had their best shot where their search stopped at an edge of its grid.
 
 DCDL's glyphs2 profile chooses each row's rate and length on a held-out training face whose labels are as noisy as
-the row's (``dcdl.choose_trainings``: checkpoints every ``probe_every`` = 5 epochs up to 30). Where a row's choice
+the row's (its own search then, :data:`OWN_SEARCH`: checkpoints every 5 epochs up to 30; issue #86 replaced it with
+the one search of ``dml_tutorial.search``, which lengthens a trial while its best is its last checkpoint). Where a row's choice
 lies at an edge of that grid (``dcdl.search_edges``) its best may lie beyond it (issue #48: a best at an edge is not
 a best shot), and a claim's gain may then be a baseline stopped too early or too late. Two checks, each the same
 search for some rows on a wider grid of lengths, each row then trained at its choice on the whole training split,
@@ -29,12 +30,13 @@ import argparse
 import json
 import platform
 import time
+from functools import partial
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from dml_tutorial import data, dcdl, evidence, experiment, noise, profiles, report
+from dml_tutorial import data, dcdl, evidence, experiment, ladder, noise, profiles, report
 from dml_tutorial.tables import DCDL_MAIN
 from dml_tutorial.tables import key as table_key
 
@@ -42,11 +44,63 @@ RESULTS = Path(__file__).parent / "results"
 TABLE = DCDL_MAIN.id  # the chapter's main table, as a run file keys it
 BASELINE = "L_Trip"
 ROWS = {dcdl.label("trip", term): ("trip", term) for term in (None, "L", "W", "W-GeomLoss")}
+#: The chapter's own search of the runs this benchmark checks (before issue #86's one search): each row's rate from
+#: three starts, walked along the ladder until flanked, its length the best of checkpoints every 5 epochs up to 30.
+OWN_SEARCH = {"lr_candidates": (3e-4, 1e-3, 3e-3), "lr_ladder": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), "probe_every": 5}
 CHECKS = {  # the rows searched again, in what column, up to how many epochs, probed how often, at which rates
     "short-noisy": {"noise": ["symmetric", 0.3], "rows": ["L_Trip", "L_Trip + L^L"], "epochs": 5,
                     "probe_every": 1, "rates": "the profile's"},
     "long-clean": {"noise": None, "rows": list(ROWS), "epochs": 60, "probe_every": 5, "rates": "the chapter's"},
 }
+
+
+# --- the chapter's own search before issue #86 (dcdl.row_fits, dcdl.choose_trainings), kept for this check ---------
+def row_fits(splits, rows: dict, cfg: dict, *, seed: int = 0, pairs=None, device="auto") -> dict:
+    """``{key: fit(lr) -> Run}`` for :func:`choose_trainings`: each row ``key: (local, term, noise)`` of Tables 1/4
+    trained at ``lr`` on the :func:`validation_split` of its own noise (``cfg["held_out_faces"]`` faces), for
+    ``cfg["epochs"]`` epochs with the probe every ``cfg["probe_every"]``; ``seed`` draws the noise, the
+    initialisation and the batches, as for the row's own run."""
+
+    def fit(lr, local, term, noise):
+        val = dcdl.validation_split(splits, cfg["held_out_faces"], noise, seed, pairs)
+        return experiment.train_and_probe(val, dcdl.dcdl_loss(local, term), {**cfg, "lr": lr},
+                                          k=dcdl.SAMPLES_PER_CLASS[local], seed=seed, device=device,
+                                          probe_every=cfg["probe_every"])
+
+    return {key: partial(fit, local=local, term=term, noise=noise) for key, (local, term, noise) in rows.items()}
+
+
+def choose_trainings(fits: dict, rates, rate_ladder=None, metric: str = "probe accuracy") -> tuple[dict, dict]:
+    """Each row's learning rate and training length, chosen on a validation split (issue #50: every row at Adam
+    1e-3 for a fixed length is no row's best shot, and under label noise the length decides how much noise a
+    network memorises). ``fits`` maps a row to ``fit(lr) -> Run``, one training whose history holds ``metric``
+    at its checkpoints (:func:`dml_tutorial.experiment.train_and_probe` with ``probe_every``). A rate scores its
+    best checkpoint; the rates walk from ``rates`` along ``rate_ladder`` until the best is flanked
+    (:func:`dml_tutorial.ladder.walk`); at the best rate the length is its best checkpoint (ties: the first
+    tried, the shorter). Returns ``(chosen, table)``: ``chosen[row] = {"lr": rate, "epochs": n, "tried": [the
+    rates in the order tried]}``, and ``{"row, lr x": {"n epochs": [value]}}`` for :func:`dml_tutorial.report.record`,
+    the rates in increasing order (a row ``(name, column)`` reads "name (column)")."""
+    if not fits:
+        raise ValueError("choose_trainings needs at least one row to fit")
+    chosen, table = {}, {}
+    for row, fit in fits.items():
+        curves = {}
+
+        def score(lr, fit=fit, curves=curves):
+            records = fit(lr).history.records
+            curves[lr] = {r["epoch"]: r[metric] for r in records if metric in r}
+            if not curves[lr]:
+                raise ValueError(f"the run at lr {lr:g} recorded no {metric!r}: train it with probe_every")
+            return max(curves[lr].values())
+
+        scores = ladder.walk(score, rates, rate_ladder)
+        best = max(scores, key=scores.get)
+        curve = curves[best]
+        chosen[row] = {"lr": best, "epochs": max(curve, key=curve.get), "tried": list(scores)}
+        name = f"{row[0]} ({row[1]})" if isinstance(row, tuple) else str(row)
+        table.update({f"{name}, lr {lr:g}": {f"{e} epochs": [v] for e, v in curves[lr].items()}
+                      for lr in sorted(curves)})
+    return chosen, table
 
 
 def cpu() -> str:
@@ -74,18 +128,18 @@ def one_seed(cfg: dict, seed: int, check: dict, rows: list, tables: dict) -> dic
     splits = data.load_dataset(cfg["dataset"], split="samples", seed=seed, progress=False,
                                **cfg.get("dataset_options", {}))
     pairs, column = noise.PAIRS.get(cfg["dataset"]), noise.describe(check["noise"])
-    wider = cfg.replace(epochs=check["epochs"], probe_every=check["probe_every"])
+    wider = {**cfg.to_dict(), "epochs": check["epochs"], "probe_every": check["probe_every"]}
     out = {row: {"chapter's accuracy": round(100 * tables[TABLE][row][column][0], 2)} for row in [*ROWS, "raw input"]}
     for row in rows:
         local, term = ROWS[row]
         before, key = tables[dcdl.CHOICE_TABLE.id][f"{row} ({column})"], (row, column)
         chapter_lr = float(f"{10 ** before['log10 rate'][0]:.3g}")  # the run file records its log10
-        fits = dcdl.row_fits(splits, {key: (local, term, check["noise"])}, wider, seed=seed, pairs=pairs)
+        fits = row_fits(splits, {key: (local, term, check["noise"])}, wider, seed=seed, pairs=pairs)
         if check["rates"] == "the chapter's":
             start, rungs = [chapter_lr], None
         else:
-            start, rungs = cfg["lr_candidates"], cfg.get("lr_ladder")
-        chosen, search = dcdl.choose_trainings(fits, start, rungs)
+            start, rungs = OWN_SEARCH["lr_candidates"], OWN_SEARCH["lr_ladder"]
+        chosen, search = choose_trainings(fits, start, rungs)
         pick = chosen[key]
         run = experiment.train_and_probe(splits, dcdl.dcdl_loss(local, term),
                                          cfg.replace(lr=pick["lr"], epochs=pick["epochs"]),

@@ -11,8 +11,9 @@ L^W the Sinkhorn divergence with epsilon = 2.5e-3 (lambda = 0.5).
     loss = dcdl_loss("trip", "W")          # L_Trip + 0.5 L^W
     loss = dcdl_loss(None, "W", lam=1.0)   # L^W alone (supplement Table 2)
 
-On the glyph test bed each row trains at the learning rate and for the length that a probe on a held-out training
-face chose (:func:`validation_split`, :func:`choose_trainings`; issue #50: every method at its best shot).
+On test bed II each row trains at the learning rate and for the length that a probe on a held-out training face,
+its labels as noisy as the row's, chose: the one search of :mod:`dml_tutorial.search` (:func:`best_shots`; issues
+#50 and #86: every row at its best shot, Table 3's weights each at its own).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import experiment, ladder, losses, metrics, tables
+from . import experiment, losses, metrics, search, tables
 from . import noise as label_noise
 from .data import Splits
 from .discrepancy import DCDL_TERMS, classwise_discrepancy
@@ -115,20 +116,19 @@ def main_rows(cfg) -> dict:
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
-    """Every training of the chapter after its search, each on every seed, in the order the chapter runs them:
-    Tables 1/4 (:func:`main_rows`, each at its chosen rate and length: ``choices[(row, column)]``, :func:`choose_trainings`'s
-    ``{"lr", "epochs"}``; the profile's without one; with each term's pull per epoch on clean labels), supplement
-    Table 2 (each of :data:`ALONE_TERMS` alone and an untrained network, lambda 0, under each of
-    ``cfg.alone_noise``) and Table 3 (the first local loss with each term of :data:`SWEPT_TERMS` at each of
-    ``cfg.lambdas`` on clean labels, at its clean row's choice; lambda 0 and the paper's weight are Tables 1/4's
-    runs). The notebook runs these (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
+    """Every training of the chapter after its searches, each on every seed, in the order the chapter runs them:
+    Tables 1/4 (:func:`main_rows`, each at the rate and length its search chose, :func:`best_shots`; the profile's
+    without one; with each term's pull per epoch on clean labels), supplement Table 2 (each of :data:`ALONE_TERMS`
+    alone and an untrained network, lambda 0, under each of ``cfg.alone_noise``) and Table 3 (the first local loss
+    with each term of :data:`SWEPT_TERMS` at each of ``cfg.lambdas`` on clean labels, each weight at its own
+    row's choice; lambda 0 and the paper's weight are Tables 1/4's runs). The notebook runs these
+    (:func:`run_spec`), the plan counts and times them, the cache keys on them."""
     choices = choices or {}
 
-    def chosen(key):
-        choice = choices.get(key)
-        return cfg.replace(lr=choice["lr"], epochs=choice["epochs"]) if choice else cfg
+    def chosen(row, column):
+        return search.tuned(cfg, choices, f"{row} ({column})")
 
-    rows = [(MAIN, row, column, dcdl_loss(local, term), chosen((row, column)),
+    rows = [(MAIN, row, column, dcdl_loss(local, term), chosen(row, column),
              {"noise": n, "k": SAMPLES_PER_CLASS[local], "curves": n is None})
             for (row, column), (local, term, n) in main_rows(cfg).items()]
     alone = kept_noise(cfg, cfg.alone_noise)
@@ -140,7 +140,7 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     for term in [t for t in cfg.terms if t in SWEPT_TERMS]:
         row = label(local, term)
         taken = {0.0, LAMBDA[term]} if clean else {0.0}  # Tables 1/4's runs
-        rows += [(WEIGHT, row, lam, dcdl_loss(local, term, lam), chosen((row, "clean")),
+        rows += [(WEIGHT, row, lam, dcdl_loss(local, term, lam), chosen(label(local, term, lam), "clean"),
                   {"noise": None, "k": SAMPLES_PER_CLASS[local], "curves": True})
                  for lam in dict.fromkeys(cfg.lambdas) if lam not in taken]
     return [RunSpec(table, row, method, settings, column, seed=s, options=options)
@@ -156,16 +156,20 @@ def run_spec(splits, device="auto"):
 
 
 def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits, device="auto"):
-    """:func:`run_spec`'s runner."""
-    o = spec.options
-    return experiment.train_and_probe(splits, spec.method, spec.settings, k=o["k"], noise=o["noise"],
-                                      pairs=label_noise.PAIRS.get(spec.settings.dataset), seed=spec.seed,
-                                      device=device, progress=progress, checkpoint=checkpoint,
+    """:func:`run_spec`'s runner; a search's trial (``options["curve"]``) trains on the :func:`validation_split`
+    of its own noise and probes it every ``settings.eval_every`` epochs."""
+    o, s, pairs = spec.options, spec.settings, label_noise.PAIRS.get(spec.settings.dataset)
+    if "curve" in o:
+        val = validation_split(splits, s.held_out_faces or 1, o["noise"], spec.seed, pairs)
+        return experiment.train_and_probe(val, spec.method, s, k=o["k"], seed=spec.seed, device=device,
+                                          progress=progress, checkpoint=checkpoint, probe_every=s.eval_every)
+    return experiment.train_and_probe(splits, spec.method, s, k=o["k"], noise=o["noise"], pairs=pairs,
+                                      seed=spec.seed, device=device, progress=progress, checkpoint=checkpoint,
                                       curves=o.get("curves", False))
 
 
 def validation_split(splits, faces: int = 1, noise=None, seed: int = 0, pairs=None) -> Splits:
-    """DCDL's probe protocol inside its training split, for choosing a row's training (:func:`choose_trainings`):
+    """DCDL's probe protocol inside its training split, for choosing a row's training (:func:`best_shots`):
     the last ``faces`` font faces of the training side become the test side and the others the training side, as
     the test bed holds out its last faces; so a search never sees a test image or a test face. The labels are first
     corrupted by ``noise`` (:func:`dml_tutorial.experiment.corrupt`, with ``seed`` and ``pairs``: the draw of the
@@ -185,65 +189,67 @@ def validation_split(splits, faces: int = 1, noise=None, seed: int = 0, pairs=No
                   list(splits.class_names))
 
 
-def row_fits(splits, rows: dict, cfg: dict, *, seed: int = 0, pairs=None, device="auto") -> dict:
-    """``{key: fit(lr) -> Run}`` for :func:`choose_trainings`: each row ``key: (local, term, noise)`` of Tables 1/4
-    trained at ``lr`` on the :func:`validation_split` of its own noise (``cfg["held_out_faces"]`` faces), for
-    ``cfg["epochs"]`` epochs with the probe every ``cfg["probe_every"]``; ``seed`` draws the noise, the
-    initialisation and the batches, as for the row's own run."""
-
-    def fit(lr, local, term, noise):
-        val = validation_split(splits, cfg["held_out_faces"], noise, seed, pairs)
-        return experiment.train_and_probe(val, dcdl_loss(local, term), {**cfg, "lr": lr}, k=SAMPLES_PER_CLASS[local],
-                                          seed=seed, device=device, probe_every=cfg["probe_every"])
-
-    return {key: partial(fit, local=local, term=term, noise=noise) for key, (local, term, noise) in rows.items()}
+# --- the one best-shot search of each row (issue #86) -----------------------------------------------------------
+#: The table of the rows' searches.
+BEST_SHOT = "each row's best shot"
 
 
-def choose_trainings(fits: dict, rates, rate_ladder=None, metric: str = "probe accuracy") -> tuple[dict, dict]:
-    """Each row's learning rate and training length, chosen on a validation split (issue #50: every row at Adam
-    1e-3 for a fixed length is no row's best shot, and under label noise the length decides how much noise a
-    network memorises). ``fits`` maps a row to ``fit(lr) -> Run``, one training whose history holds ``metric``
-    at its checkpoints (:func:`dml_tutorial.experiment.train_and_probe` with ``probe_every``). A rate scores its
-    best checkpoint; the rates walk from ``rates`` along ``rate_ladder`` until the best is flanked
-    (:func:`dml_tutorial.ladder.walk`); at the best rate the length is its best checkpoint (ties: the first
-    tried, the shorter). Returns ``(chosen, table)``: ``chosen[row] = {"lr": rate, "epochs": n, "tried": [the
-    rates in the order tried]}``, and ``{"row, lr x": {"n epochs": [value]}}`` for :func:`dml_tutorial.report.record`,
-    the rates in increasing order (a row ``(name, column)`` reads "name (column)")."""
-    if not fits:
-        raise ValueError("choose_trainings needs at least one row to fit")
-    chosen, table = {}, {}
-    for row, fit in fits.items():
-        curves = {}
-
-        def score(lr, fit=fit, curves=curves):
-            records = fit(lr).history.records
-            curves[lr] = {r["epoch"]: r[metric] for r in records if metric in r}
-            if not curves[lr]:
-                raise ValueError(f"the run at lr {lr:g} recorded no {metric!r}: train it with probe_every")
-            return max(curves[lr].values())
-
-        scores = ladder.walk(score, rates, rate_ladder)
-        best = max(scores, key=scores.get)
-        curve = curves[best]
-        chosen[row] = {"lr": best, "epochs": max(curve, key=curve.get), "tried": list(scores)}
-        name = f"{row[0]} ({row[1]})" if isinstance(row, tuple) else str(row)
-        table.update({f"{name}, lr {lr:g}": {f"{e} epochs": [v] for e, v in curves[lr].items()}
-                      for lr in sorted(curves)})
-    return chosen, table
+def searched_rows(cfg) -> dict:
+    """``{row: (local, term, lam, noise)}``, every row a claim or a table reads, each searched on its own and named
+    ``"<row> (<noise>)"``: Tables 1/4's (:func:`main_rows`, at the paper's weight) and, on clean labels, Table 3's
+    weights other than 0 and the paper's (issue #86: they trained at the paper weight's rate and length)."""
+    rows = {f"{row} ({column})": (local, term, None, n) for (row, column), (local, term, n) in main_rows(cfg).items()}
+    if None in kept_noise(cfg, cfg.noise):
+        local = cfg.locals[0]
+        rows.update({f"{label(local, term, lam)} (clean)": (local, term, lam, None)
+                     for term in cfg.terms if term in SWEPT_TERMS
+                     for lam in dict.fromkeys(cfg.lambdas) if lam not in (0.0, LAMBDA[term])})
+    return rows
 
 
-#: The two tables the chapter records when it chooses each row's training (test bed II).
+def search_rule(cfg) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of every row: its rate and length on the probe's accuracy on a
+    held-out training face (:func:`run_spec`'s trials); ``None`` where the profile searches nothing."""
+    if not cfg.search_lrs:
+        return None
+    return search.Search("probe accuracy", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start),
+                         cfg.search_lengths, every=cfg.search_every)
+
+
+def _row_spec(cfg, row: str, seed: int) -> RunSpec:
+    local, term, lam, noise = searched_rows(cfg)[row]
+    return RunSpec(BEST_SHOT, row, dcdl_loss(local, term, lam), cfg, label_noise.describe(noise), seed=seed,
+                   options={"noise": noise, "k": SAMPLES_PER_CLASS[local]})
+
+
+def best_shots(cfg, seed: int, run) -> dict:
+    """Each row of :func:`searched_rows` at its best shot (:func:`dml_tutorial.search.best_shot` under
+    :func:`search_rule`) on ``seed``, each trial run by ``run``. Returns the run's choices, ``{"best shot": {row:
+    Choice as data}}`` (``{}`` where the profile searches nothing)."""
+    if (rule := search_rule(cfg)) is None:
+        return {}
+    return {"best shot": {row: search.best_shot(_row_spec(cfg, row, seed), rule, run).as_data()
+                          for row in searched_rows(cfg)}}
+
+
+def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+    """The trials :func:`best_shots` makes whatever the scores, for the plan (the walks': :func:`unplanned`)."""
+    rule = search_rule(cfg)
+    return [t for row in searched_rows(cfg) if rule for t in search.starting_trials(_row_spec(cfg, row, seed), rule)]
+
+
+def unplanned(cfg, choices: dict) -> int:
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    return search.walked(choices, lambda row: search_rule(cfg))
+
+
+#: The two tables the chapter recorded when it chose each row's training with its own search (the runs made before
+#: issue #86's one search); :func:`search_edges` reads them.
 SEARCH_TABLE, CHOICE_TABLE = tables.DCDL_SEARCH, tables.DCDL_CHOICE
 
 
-def choice_table(chosen: dict) -> dict:
-    """:func:`choose_trainings`'s choice as :func:`dml_tutorial.report.record` takes it (:data:`CHOICE_TABLE`):
-    ``{"row (column)": {"log10 rate": [log10 lr], "epochs": [n]}}``."""
-    return {f"{row} ({column})": {"log10 rate": [float(np.log10(c["lr"]))], "epochs": [c["epochs"]]}
-            for (row, column), c in chosen.items()}
-
-
-#: The edges of a :func:`choose_trainings` search, in the order :func:`edges_text` names them, with what each means.
+#: The edges of a run's own search (before issue #86), in the order :func:`edges_text` names them, with what each
+#: means.
 EDGES = {"first checkpoint": "its best may lie shorter",
          "last checkpoint": "still climbing when its budget ended",
          "lowest rate": "its best may lie lower, off the ladder",
@@ -251,8 +257,9 @@ EDGES = {"first checkpoint": "its best may lie shorter",
 
 
 def search_edges(runs: list[dict]) -> dict:
-    """Where :func:`choose_trainings` stopped at an edge of what it could try (issue #48: a best at the edge of a
-    grid is not a best shot), row by row over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`):
+    """Where a run's own search (before issue #86's one search) stopped at an edge of what it could try (issue #48:
+    a best at the edge of a grid is not a best shot), row by row over the run files ``runs``
+    (:func:`dml_tutorial.report.runs_of`):
     ``{"row (column)": {"seeds": n, edge: k for each edge of EDGES}}``, with ``n`` the runs that chose the row's
     training (:data:`CHOICE_TABLE`) and ``k`` how many of them chose at that edge (a count over runs). The
     checkpoints' edges are the shortest and longest lengths the probe scored for the row (:data:`SEARCH_TABLE`);

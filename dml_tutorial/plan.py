@@ -36,7 +36,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, ladder, losses, models, recorder, train
+from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, losses, models, recorder, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
 from .spec import fingerprint
@@ -113,22 +113,14 @@ def _foundations(cfg, n_train):  # the lesson's two loops in view: one training 
             for s in ("closed set", "zero-shot")]
 
 
-def _dcdl(cfg, n_train):  # each row's rate and length (the walk's sure steps; its rest: Plan.add), then the grid
+def _dcdl(cfg, n_train):  # each row's search's first trials (on a held-out face), then the grid
     classes = cfg.p or (20 if cfg.dataset == "cifar100" else 10)  # every class, or p of them
 
     def timing(spec):  # each objective with its own terms: the Sinkhorn and MMD terms cost most of a smoke step
         return supervised(spec, n_train, batch=classes * spec.options["k"], objective=spec.method, classes=classes)
 
-    searches = []
-    if cfg.lr_candidates:  # on the held-out face, first seed, each row under each of its noise settings
-        per_row = ladder.planned(cfg.lr_candidates, cfg.lr_ladder) * len(dcdl.kept_noise(cfg, cfg.noise))
-        for local in cfg.locals:
-            for term in [None, *cfg.terms]:
-                objective, batch = dcdl.dcdl_loss(local, term), classes * dcdl.SAMPLES_PER_CLASS[local]
-                searches.append(Trainings(f"rate and length ({dcdl.label(local, term)})", per_row,
-                                          _steps(cfg, n_train, batch), batch, cfg.model, _shape(cfg),
-                                          ("objective", fingerprint(objective)[:16]), classes, objective=objective))
-    return searches + from_specs(dcdl.grid(cfg, range(cfg.n_seeds)), cfg, n_train, timing)
+    specs = dcdl.best_shot_trials(cfg, 0) + dcdl.grid(cfg, range(cfg.n_seeds))
+    return from_specs(specs, cfg, n_train, timing)
 
 
 def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan.add), pre-trainings, the grid

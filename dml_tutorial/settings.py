@@ -244,10 +244,7 @@ class DCDLSettings(Settings):
     noise: tuple[Noise, ...] = (None,)  # Tables 1/4's label-noise columns
     alone_noise: tuple[Noise, ...] = ()  # Table 2's (each term alone)
     lambdas: tuple[float, ...] = ()  # Table 3's weights
-    lr_candidates: tuple[float, ...] | None = None  # each row's rate search starts here (None: no search)
-    lr_ladder: tuple[float, ...] | None = None  # ... and may walk along this ladder
-    held_out_faces: int | None = None  # faces of the training split the search holds out
-    probe_every: int | None = None  # epochs between the search's probes (its length checkpoints)
+    held_out_faces: int | None = None  # faces of the training split the searches hold out (with search_lrs)
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)

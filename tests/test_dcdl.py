@@ -6,8 +6,9 @@ import math
 import numpy as np
 import pytest
 import torch
+from helpers import load_benchmark
 
-from dml_tutorial import dcdl, experiment, losses, noise, profiles
+from dml_tutorial import dcdl, experiment, losses, noise, profiles, train
 from dml_tutorial.discrepancy import classwise_discrepancy
 
 
@@ -188,13 +189,17 @@ def _curve_fit(curves, calls):
     return fit
 
 
+#: The chapter's own search before issue #86, kept by the benchmark that checks the runs it made.
+EDGES_BENCH = load_benchmark("bench_dcdl_edges")
+
+
 def test_choose_trainings_walks_the_rate_until_flanked_and_takes_the_best_checkpoint():
     rising = {1e-4: {5: 0.1, 10: 0.2}, 3e-4: {5: 0.2, 10: 0.3}, 1e-3: {5: 0.5, 10: 0.4}, 3e-3: {5: 0.6, 10: 0.7},
               1e-2: {5: 0.65, 10: 0.2}}
     tied = {lr: {5: 0.4, 10: 0.4, 15: 0.3} for lr in rising}
     calls = {"a": [], "b": []}
     fits = {("A", "clean"): _curve_fit(rising, calls["a"]), ("B", "sym 0.3"): _curve_fit(tied, calls["b"])}
-    chosen, table = dcdl.choose_trainings(fits, [3e-4, 1e-3], [1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
+    chosen, table = EDGES_BENCH.choose_trainings(fits, [3e-4, 1e-3], [1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
     # A: 1e-3 beats 3e-4 at the edge, so 3e-3, still the edge, so 1e-2, which flanks it; its best checkpoint, 10
     assert calls["a"] == [3e-4, 1e-3, 3e-3, 1e-2]
     assert chosen[("A", "clean")] == {"lr": 3e-3, "epochs": 10, "tried": [3e-4, 1e-3, 3e-3, 1e-2]}
@@ -206,10 +211,10 @@ def test_choose_trainings_walks_the_rate_until_flanked_and_takes_the_best_checkp
     assert list(table)[:4] == [f"A (clean), lr {lr:g}" for lr in (3e-4, 1e-3, 3e-3, 1e-2)]
     assert list(table)[4:] == [f"B (sym 0.3), lr {lr:g}" for lr in (1e-4, 3e-4, 1e-3)]
     with pytest.raises(ValueError, match="at least one row"):
-        dcdl.choose_trainings({}, [1e-3])
+        EDGES_BENCH.choose_trainings({}, [1e-3])
     silent = {("C", "clean"): lambda lr: _curve_fit({lr: {}}, [])(lr)}
     with pytest.raises(ValueError, match="probe_every"):
-        dcdl.choose_trainings(silent, [1e-3])
+        EDGES_BENCH.choose_trainings(silent, [1e-3])
 
 
 def test_search_edges_counts_the_seeds_whose_choice_sits_at_an_edge_of_the_search():
@@ -219,8 +224,9 @@ def test_search_edges_counts_the_seeds_whose_choice_sits_at_an_edge_of_the_searc
     fits = {("A", "clean"): _curve_fit(rising, []), ("B", "sym 0.3"): _curve_fit(peaked, []),
             ("C", "sym 0.3"): _curve_fit(early, [])}
     ladder = [1e-3, 3e-3, 1e-2]
-    chosen, search = dcdl.choose_trainings(fits, [1e-3, 3e-3], ladder)
-    choice = dcdl.choice_table(chosen)
+    chosen, search = EDGES_BENCH.choose_trainings(fits, [1e-3, 3e-3], ladder)
+    choice = {f"{row} ({column})": {"log10 rate": [math.log10(c["lr"])], "epochs": [c["epochs"]]}
+              for (row, column), c in chosen.items()}  # as the chapter recorded its choice then
     assert choice["A (clean)"]["epochs"] == [15] and choice["B (sym 0.3)"]["epochs"] == [10]
     assert chosen[("C", "sym 0.3")] == {"lr": 1e-2, "epochs": 5, "tried": [1e-3, 3e-3, 1e-2]}
     tables = [{"table": dcdl.SEARCH_TABLE.title, "measured": search},
@@ -259,7 +265,7 @@ def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_prob
     cfg = {"model": "mlp", "dim": 8, "dropout": 0.0, "epochs": 4, "lr": 1e-3, "threads": 1, "p": 4,
            "held_out_faces": 1, "probe_every": 2}
     rows = {("L_Trip", "clean"): ("trip", None, None), ("L_Trip", "sym 0.3"): ("trip", None, ("symmetric", 0.3))}
-    fits = dcdl.row_fits(_faces(), rows, cfg, seed=1)
+    fits = EDGES_BENCH.row_fits(_faces(), rows, cfg, seed=1)
     run = fits[("L_Trip", "sym 0.3")](3e-3)
     probes = [(r["epoch"], r["probe accuracy"]) for r in run.history.records if "probe accuracy" in r]
     assert [e for e, _ in probes] == [2, 4] and all(0 <= a <= 1 for _, a in probes)
@@ -273,29 +279,65 @@ def test_row_fits_train_each_row_on_its_own_noisy_validation_split_with_the_prob
 
 
 def test_the_chapters_grid_declares_each_run_once_with_its_rows_choice():
-    """dcdl.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it."""
+    """dcdl.grid is the one place a run of the chapter is declared: the notebook, the plan and the cache read it;
+    each row trains at its own search's choice, each Table 3 weight too (issue #86)."""
     cfg = profiles.settings("dcdl", "glyphs2")
     rows = dcdl.main_rows(cfg)
     (key, _), *_ = rows.items()
-    choices = {key: {"lr": 3e-3, "epochs": 7, "tried": [1e-3, 3e-3]}, ("L_Trip + L^W", "clean"): {"lr": 1e-4,
-                                                                                                     "epochs": 2}}
+    choices = {"best shot": {f"{key[0]} ({key[1]})": {"values": {"lr": 3e-3, "epochs": 7}},
+                             "L_Trip + 0.1 L^W (clean)": {"values": {"lr": 1e-4, "epochs": 2}}}}
     specs = dcdl.grid(cfg, [0, 1], choices)
     assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
     main = {s.key[1:]: s for s in specs if s.table == dcdl.MAIN and s.seed == 0}
     assert list(main) == list(rows)
     assert (main[key].settings.lr, main[key].settings.epochs) == (3e-3, 7)
-    assert {s.settings.lr for k, s in main.items() if k not in choices} == {cfg.lr}  # no choice: the profile's
+    assert {s.settings.lr for k, s in main.items() if k != key} == {cfg.lr}  # no choice: the profile's
     for (row, column), (local, term, n) in rows.items():
         o = main[(row, column)].options
         assert (o["noise"], o["k"], o["curves"]) == (n, dcdl.SAMPLES_PER_CLASS[local], n is None)
     weights = [s for s in specs if s.table == dcdl.WEIGHT and s.seed == 0]
     assert {s.column for s in weights if s.row == "L_Trip + L^W"} == set(cfg.lambdas) - {0.0, dcdl.LAMBDA["W"]}
-    assert {s.settings.lr for s in weights if s.row == "L_Trip + L^W"} == {1e-4}  # its clean row's choice
+    lrs = {s.column: (s.settings.lr, s.settings.epochs) for s in weights if s.row == "L_Trip + L^W"}
+    assert lrs.pop(0.1) == (1e-4, 2) and set(lrs.values()) == {(cfg.lr, cfg.epochs)}  # each weight its own choice
     alone = [s.key[1:] for s in specs if s.table == dcdl.ALONE and s.seed == 0]
     assert alone == [(dcdl.label(None, t), noise.describe(n)) for t in dcdl.ALONE_TERMS for n in cfg.alone_noise] + [
         ("untrained network", noise.describe(n)) for n in cfg.alone_noise]
     noisy_only = dcdl.grid(cfg.replace(noise=(("symmetric", 0.3),), lambdas=(0.1, 0.5)), [0])  # no clean row:
     assert {s.column for s in noisy_only if s.row == "L_Trip + L^W"} - {"sym 0.3"} == {0.1, 0.5}  # 0.5 trains
+
+
+def test_every_row_and_every_weight_searches_on_a_held_out_face_as_noisy_as_its_own(monkeypatch):
+    """The one search (issue #86): every row of Tables 1/4 and every Table 3 weight but 0 and the paper's is a row
+    of its own; a trial trains on the validation split of its row's noise and seed and probes it every
+    ``search_every`` epochs, where the grid's runs train on the whole training split."""
+    cfg = profiles.settings("dcdl", "glyphs2")
+    rows = dcdl.searched_rows(cfg)
+    weights = [lam for lam in cfg.lambdas if lam != 0.0]
+    assert len(rows) == len(dcdl.main_rows(cfg)) + len(weights) + len(weights) - 1  # L^L's 0.2 is a main row
+    assert rows["L_Trip + 0.1 L^W (clean)"] == ("trip", "W", 0.1, None)
+    assert rows["L_Trip + L^L (sym 0.3)"] == ("trip", "L", None, ("symmetric", 0.3))
+    trials = dcdl.best_shot_trials(cfg, 4)
+    assert len(trials) == len(rows) * len(cfg.search_lr_start)
+    assert {(t.split, t.seed, t.settings.epochs, t.settings.eval_every) for t in trials} == {
+        ("validation", 4, cfg.search_lengths[0], cfg.search_every)}
+    seen = []
+    monkeypatch.setattr(dcdl, "validation_split", lambda splits, faces, n, seed, pairs: ("val", faces, n, seed))
+    monkeypatch.setattr(experiment, "train_and_probe", lambda data, loss_fn, s, **kw: seen.append((data, kw)) or 1)
+    noisy = next(t for t in trials if t.row == "L_Trip + L^W (sym 0.3)")
+    dcdl.run_spec("splits", "cpu")(noisy)
+    (data, kw), = seen
+    assert data == ("val", 1, ("symmetric", 0.3), 4) and kw["probe_every"] == cfg.search_every
+    assert "noise" not in kw  # the validation split carries the row's noise already
+
+    def run(trial):  # the probe peaks at lr 3e-3 and 6 epochs on every row
+        curve = {e: 0.5 - abs(trial.settings.lr - 3e-3) - abs(e - 6) / 100
+                 for e in range(2, trial.settings.epochs + 1, 2)}
+        return experiment.Run({}, None, train.History([{"epoch": e, "probe accuracy": v} for e, v in curve.items()]))
+
+    choices = dcdl.best_shots(cfg, 4, run)["best shot"]
+    assert set(choices) == set(rows) and {c["values"]["lr"] for c in choices.values()} == {3e-3}
+    assert {c["values"]["epochs"] for c in choices.values()} == {6}
+    assert dcdl.best_shots(profiles.settings("dcdl", "smoke"), 0, run) == {}  # no search in the smoke profile
 
 
 def test_the_runner_trains_and_probes_with_the_specs_noise_and_samples_per_class(monkeypatch):

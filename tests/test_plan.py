@@ -291,18 +291,18 @@ def test_probe_forward_times_an_evaluation_pass():
 
 
 def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
-    """Test bed II searches each row of Tables 1/4 (local loss alone and with each term, per noise setting) over
-    its rates on the held-out face: the walk's sure trainings per row are counted, each timed with the row's own
-    objective; the walk's further steps are added by the chapter once run (Plan.add)."""
+    """Test bed II searches each row of Tables 1/4 (local loss alone and with each term, per noise setting) and
+    each of Table 3's weights on the held-out face: each search's first trials are counted, each timed with its
+    row's own objective; the walks are added by the chapter once run (Plan.add)."""
     monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
     cfg = profiles.settings("dcdl", "glyphs2")
     searched = plan.make("dcdl", cfg, "cpu", n_train=4_800)
-    plain = plan.make("dcdl", cfg.replace(lr_candidates=None), "cpu", n_train=4_800)
-    rows = (1 + len(cfg["terms"])) * len(cfg["noise"])  # symmetric noise only: every setting runs on the glyphs
-    starts = len(cfg["lr_candidates"])  # three neighbouring rungs: no step is sure beyond them
-    assert searched.runs - plain.runs == rows * starts == 24
-    search = [t for t in searched.trainings if t.section.startswith("rate and length")]
-    assert {t.section for t in search} == {f"rate and length ({dcdl.label('trip', term)})"
-                                            for term in [None, *cfg["terms"]]}
+    plain = plan.make("dcdl", cfg.replace(search_lrs=()), "cpu", n_train=4_800)
+    lambdas = len(cfg["lambdas"])  # Table 3: each weight, L^L's but its paper's 0.2 (a main row); W's 0.5 is not
+    rows = (1 + len(cfg["terms"])) * len(cfg["noise"]) + lambdas + lambdas - 1
+    assert searched.runs - plain.runs == rows * len(cfg["search_lr_start"]) == 21 * 2
+    search = [t for t in searched.trainings if t.section.startswith(dcdl.BEST_SHOT)]
+    assert sum(t.runs for t in search) == 42 and {t.steps for t in search} == {
+        cfg["search_lengths"][0] * cfg["batches_per_epoch"]}
     assert {json.dumps(spec_data(t.objective), sort_keys=True) for t in search} == {
-        json.dumps(spec_data(dcdl.dcdl_loss("trip", term)), sort_keys=True) for term in [None, *cfg["terms"]]}
+        json.dumps(spec_data(dcdl.dcdl_loss(*row[:3])), sort_keys=True) for row in dcdl.searched_rows(cfg).values()}
