@@ -389,14 +389,17 @@ def verdict_text(r: dict, marks: str = "") -> str:
 
 def sentence(r: dict) -> str:
     """One claim's result at one scale, for the chapters' findings and the summary page: its word, our gain and
-    its adjusted interval in points; where the gate withholds the word, the gate's reason; where a sweep has too
-    few seeds for a word, its gain so far."""
+    its adjusted interval in points; for an inconclusive word, the gain these seeds detect four times in five at
+    that level (its ``mde``: what more seeds would have to reach); where the gate withholds the word, the gate's
+    reason; where a sweep has too few seeds for a word, its gain so far."""
     label = label_tex(r["claim"])
     if r["verdict"] == evidence.NO_VERDICT:
         return (f"{label}: no word yet, {r['ours']:+.1f} points so far ({r['seeds']} seeds; a word needs "
                 f"{evidence.MIN_SEEDS})")
     said = (f"{label}: **{verdict_text(r)}**, {r['ours']:+.1f} points ({r['low']:+.1f} to {r['high']:+.1f}, "
             f"{r['seeds']} seeds)")
+    if r["verdict"] == "inconclusive" and np.isfinite(r.get("mde", np.nan)):  # what more seeds would change
+        return f"{said}, where these seeds detect about {r['mde']:.1f} points"
     return f"{said}: {r.get('gate') or r['reason']}" if r["verdict"] == "not testable here" else said
 
 

@@ -496,3 +496,20 @@ def test_a_one_seed_cell_gives_no_interval(runs, tmp_path):
                        for cell in one), one
     two = cells_with(2)
     assert two and all(" to " in cell and "no interval" not in cell for cell in two), two
+
+
+def test_a_claims_sentence_gives_its_word_interval_and_what_its_seeds_could_detect():
+    """The findings' and the summary's sentence (claims.sentence): an inconclusive word says how large a gain the
+    seeds would detect four times in five (what more seeds must reach), a withheld word the gate's reason, a sweep
+    under way its gain so far; a decisive word its interval alone."""
+    row = {"claim": "A beats B (R@1)", "verdict": "inconclusive", "reason": "", "ours": 1.04, "low": -2.0,
+           "high": 4.0, "seeds": 10, "mde": 6.04}
+    assert claims.sentence(row) == ("A beats B (R@1): **inconclusive**, +1.0 points (-2.0 to +4.0, 10 seeds), where "
+                                    "these seeds detect about 6.0 points")
+    assert claims.sentence({**row, "verdict": "supported", "low": 0.5}) == (
+        "A beats B (R@1): **supported**, +1.0 points (+0.5 to +4.0, 10 seeds)")
+    assert claims.sentence({**row, "verdict": "inconclusive", "mde": float("nan")}).endswith("10 seeds)")
+    gated = claims.sentence({**row, "verdict": "not testable here", "gate": "the control does not beat raw input"})
+    assert gated.endswith("10 seeds): the control does not beat raw input")
+    assert claims.sentence({**row, "verdict": "no verdict", "seeds": 2}) == (
+        "A beats B (R@1): no word yet, +1.0 points so far (2 seeds; a word needs 5)")
