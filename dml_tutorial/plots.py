@@ -95,7 +95,9 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
 
     At most ``max_classes`` classes are shown (the first ones in label order, said in the title: a picture of the
     glyph test bed's 1,000 characters would be two dots a class and a legend of a thousand), and at most
-    ``max_points`` points (a fixed random subset), which keeps t-SNE fast on full-size test sets."""
+    ``max_points`` points (a fixed random subset), which keeps t-SNE fast on full-size test sets. Drawn into
+    ``axes`` of a figure that already has a legend (another row of the same classes), it adds none: one legend a
+    figure, in two columns beyond ten classes, so that it does not squash the panels."""
     embeddings, labels = check_embeddings(embeddings, labels)
     labels = labels.cpu().numpy()
     classes = np.unique(labels)
@@ -115,8 +117,11 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
     axes = np.atleast_1d(axes)
     for ax, method in zip(axes, methods):
         scatter(ax, project_2d(embeddings, method, seed), labels, groups, names, f"{title} — {method}".strip(" —"))
-    axes[-1].legend(title="class", loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2, frameon=False)
-    return axes[0].figure
+    fig = axes[0].figure
+    if not any(ax.get_legend() for ax in fig.axes):  # rows of one figure share the classes' colours: one legend
+        axes[-1].legend(title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), markerscale=2, frameon=False,
+                        ncols=1 + (len(np.unique(labels)) > 10), fontsize=8, columnspacing=0.8, handletextpad=0.2)
+    return fig
 
 
 #: The frames of :func:`retrieval`: a neighbour of the query's class, one of another class (the palette's green

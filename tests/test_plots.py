@@ -260,3 +260,19 @@ def test_paired_seeds_draws_a_line_per_seed_and_the_mean_in_each_panel():
     plt.close(fig)
     with pytest.raises(ValueError, match="no rows"):
         plots.paired_seeds({"clean": {}})
+
+
+def test_embedding_rows_of_one_figure_share_one_legend_in_two_columns_beyond_ten_classes():
+    """CBSwR's and EPS's figures draw a row per method into one figure: the second row adds no legend (two legends
+    of the same classes overlapped beside squashed panels); 20 classes take two columns."""
+    z = torch.randn(200, 8)
+    y = torch.arange(200) % 20
+    fig, axes = plt.subplots(2, 1, figsize=(6, 6))
+    for row in axes:
+        plots.embedding_plots(z, y, "test", methods=("t-SNE",), axes=[row])
+    legends = [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]
+    assert len(legends) == 1 and legends[0]._ncols == 2 and len(legends[0].get_texts()) == 20
+    plt.close(fig)
+    fig = plots.embedding_plots(z[:50], y[:50] % 5, "few", methods=("t-SNE",))
+    assert fig.axes[0].get_legend()._ncols == 1
+    plt.close(fig)
