@@ -236,7 +236,7 @@ def describe(choice: Choice | dict) -> str:
     """``"lr 0.01, tau 0.05, 8 epochs (R@1 of its best trial 0.632, 9 trials); at the end of its ladder: lr"``: a
     choice (or its data, as a run file keeps it) in a line."""
     c = choice if isinstance(choice, Choice) else Choice(**choice)
-    values = ", ".join(f"{v} epochs" if k == "epochs" else f"{k} {v:g}" for k, v in c.values.items())
+    values = ", ".join(f"{v} epoch{'s' * (v != 1)}" if k == "epochs" else f"{k} {v:g}" for k, v in c.values.items())
     best = max(max(t["curve"].values()) for t in c.trials)
     edges = f"; at the end of its ladder: {', '.join(c.edges)}" if c.edges else ""
     return f"{values} (best validation score {best:.3f}, {len(c.trials)} trials){edges}"
