@@ -21,6 +21,7 @@ from dry_runs import COLAB_DRY_RUNS, DRY_RUNS, MAX_TRAINED_IMAGES, TRAIN_TEST, s
 from helpers import ROOT
 
 from dml_tutorial import chapters, cli, ecaml, plan, profiles
+from dml_tutorial import tables as tables_
 
 
 @pytest.mark.parametrize("chapter", sorted(DRY_RUNS))
@@ -52,7 +53,7 @@ def test_full_profile_runs_end_to_end_on_a_fixture(chapter, tmp_path, monkeypatc
         tables = {t["table"]: t for t in run["tables"]}
         assert set(tables) == {"Tables 4/5: unseen classes with and without EC", "Table 1: the weight lambda",
                                "Table 3: EC against dropout", "Table 2: embedding size",
-                               "EC's share of the pull at the embedding layer"}
+                               "EC's share of the pull at the embedding layer", tables_.ECAML_CURVES.title}
         assert tables["Tables 4/5: unseen classes with and without EC"]["paper"]["ECAML(Binomial)"]["R@1"] == 84.5
         shares = tables["EC's share of the pull at the embedding layer"]["measured"]  # both EC variants' pulls
         assert {row for row in shares if row.endswith(", released EC")} == {
