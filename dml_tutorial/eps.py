@@ -76,6 +76,38 @@ def classes_per_batch(cfg: dict, k: int) -> int:
     return images // k
 
 
+def superclass_batches(cfg) -> list[tuple[int, int]]:
+    """``[(k, p)]``: the superclass runs at each of ``cfg.superclass_positives`` same-superclass images a batch,
+    each holding as many images as Table 3's batch (``superclasses["p"] x superclasses["k"]``: ``p = images //
+    k``), so that only the chance of a same-letter positive changes (issue #86: at 5 a superclass EPS seldom sees
+    one). Every ``k`` must divide the images and leave 2 classes at least. :func:`grid` trains each but Table 3's
+    own ``k``, whose runs are Table 3's Dist-Margin rows."""
+    if not cfg.superclass_positives:
+        return []
+    if not cfg.superclasses:
+        raise ValueError("superclass_positives needs superclasses (Table 3's dataset and batch)")
+    images = cfg.superclasses["p"] * cfg.superclasses["k"]
+    bad = [k for k in cfg.superclass_positives if images % k or images // k < 2]
+    if bad:
+        raise ValueError(f"superclass_positives {bad} do not split Table 3's {images} images a batch into 2 "
+                         "classes or more of k each")
+    return [(k, images // k) for k in cfg.superclass_positives]
+
+
+def letters_by_positives(cfg, table3: dict, runs: dict, letters) -> dict:
+    """The recorded table of the letters at each k (:data:`LETTERS_POSITIVES`): ``{row: {"<k> per superclass":
+    [letter R@1 per seed]}}`` for Dist-Margin with EPS and without, each run's unseen superclasses scored by letter
+    (``letters``, the test split's ``extras["letters"]``). ``runs``: ``{(row, k): [Run]}`` of the grid's table;
+    ``table3``: ``{row: [Run]}`` of Table 3's rows, which stand for Table 3's own ``k``."""
+    own = cfg.superclasses["k"]
+
+    def r1(run):
+        return metrics.recall_at_k(run.test_embeddings, letters, (1,))[1]
+
+    return {row: {f"{k} per superclass": [r1(r) for r in (table3[row] if k == own else runs[(row, k)])]
+                  for k, _ in superclass_batches(cfg)} for row in (label("margin", True), label("margin", False))}
+
+
 #: How a row names a loss's setting: MS's lambda, the margins, the margin loss's beta.
 SYMBOLS = {"lam": "λ", "margin": "α", "alpha": "α", "beta": "β"}
 
@@ -238,8 +270,9 @@ def collapsed_and_separated(num_classes: int = 2, modes_per_class: int = 3, per_
 #: The grid's tables, in the order the chapter runs them, and the split each trains on (:func:`run_spec`).
 EVEN_ODD, SUBCLUSTERS, MAIN, SUPERCLASSES, POSITIVES = ("even/odd", "sub-clusters", "Table 2", "superclasses",
                                                         "positives per class")
+LETTERS_POSITIVES = "superclass positives"
 SPLITS = {EVEN_ODD: "even/odd", SUBCLUSTERS: "sub-clusters", MAIN: "main", SUPERCLASSES: "superclasses",
-          POSITIVES: "main"}
+          POSITIVES: "main", LETTERS_POSITIVES: "superclasses"}
 #: The sub-cluster task's network and batches: an MLP of 8 dimensions, 20 epochs of 4 classes x 16 (section 3).
 SUBCLUSTER_SETTINGS, SUBCLUSTER_BATCH = {"model": "mlp", "dim": 8, "epochs": 20, "batches_per_epoch": None}, (4, 16)
 
@@ -275,7 +308,8 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``); the superclasses
     (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: the
     margin loss with EPS, then without it, at each of ``cfg.positives_per_class``, as many images a batch, each at
-    its arm's choice). The notebook runs each
+    its arm's choice); the same on the superclasses at each of ``cfg.superclass_positives``
+    (:func:`superclass_batches`). The notebook runs each
     table on its own split (:data:`SPLITS`, :func:`run_spec`), the plan counts and times them, the cache keys on
     them."""
     p, k = cfg.p, cfg.k
@@ -298,12 +332,16 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
                   {"p": sup["p"], "k": sup["k"]})
                  for without, with_eps, name, *both in pairs[:len(cfg.losses)]
                  for row, use, settings in zip((without, with_eps), (False, True), both)]
-    for use in (True, False):  # Fig. 3b, and the margin loss without EPS at each k: whose gain grows with k
-        row = label("margin", use)
-        margin = eps_loss("margin", use, **{**cfg.loss_options.get("margin", {}), **_knob(choices, row)})
-        rows += [(POSITIVES, row, n, margin,
-                  search.tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
-                  {"p": classes_per_batch(cfg, n), "k": n}) for n in cfg.positives_per_class]
+    margins = {label("margin", use): eps_loss("margin", use, **{**cfg.loss_options.get("margin", {}),
+                                                                **_knob(choices, label("margin", use))})
+               for use in (True, False)}  # with EPS, then without: whose gain grows with k
+    rows += [(POSITIVES, row, n, margin,
+              search.tuned(cfg, choices, row).replace(batches_per_epoch=cfg.positives_batches),
+              {"p": classes_per_batch(cfg, n), "k": n}) for row, margin in margins.items()
+             for n in cfg.positives_per_class]
+    rows += [(LETTERS_POSITIVES, row, n, margin, search.tuned(cfg, choices, row), {"p": classes, "k": n})
+             for row, margin in margins.items() for n, classes in superclass_batches(cfg)
+             if n != cfg.superclasses["k"]]  # Table 3's own batch is its rows' run
     return [RunSpec(table, row, method, settings, column, seed=s, split=SPLITS[table], options=options)
             for table, row, column, method, settings, options in rows for s in seeds]
 

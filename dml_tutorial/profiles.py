@@ -115,7 +115,9 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                                                                    for k in NOISE_SEARCH},
                                            **{k: "the shared rate's search is gone (guarantees.best_shots)"
                                               for k in ("lr_candidates", "lr_ladder")}},
-                      "eps": {**_FACES_AND_START, **{k: "each arm's best shot (eps.best_shots)" for k in EPS_SEARCH}},
+                      "eps": {**_FACES_AND_START, **{k: "each arm's best shot (eps.best_shots)" for k in EPS_SEARCH},
+                              "superclass_positives": "Table 3's letters at 5, 15 and 30 images a superclass, "
+                                                      "with and without EPS (two claims, issue #86)"},
                       "ecaml": {**_FACES_AND_START, "lambda_scales": "EC's weight searched with each row's rate and "
                                 "length (ecaml.best_shots), not alone; the setting is gone",
                                 **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}},
@@ -233,6 +235,7 @@ _PROFILES = {
                               all_positives=("triplet", "margin"), positives_per_class=(2, 16),
                               positives_batches=10,
                               superclasses={"dataset": "digits", "options": {"seen": SMOKE_SEEN}, "size": 2, "p": 3, "k": 16},
+                              superclass_positives=(16, 24),
                               subcluster_noise=(None, ("symmetric", 0.4)), compare_with="CARS")),
         "fashion": (FASHION, dict(seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12,
                                   all_positives=("triplet", "margin"), positives_per_class=(2, 12),
@@ -246,7 +249,7 @@ _PROFILES = {
                                   all_positives=("triplet", "margin"), positives_per_class=(2, 4, 8, 16),
                                   positives_images=64, positives_batches=100, subcluster_noise=_SUBCLUSTERS,
                                   held_out=200, knob_candidates=EPS_KNOBS, compare_with="CARS",
-                                  **_EPS_TEST_BED, **EPS_SEARCH)),
+                                  superclass_positives=(5, 15, 30), **_EPS_TEST_BED, **EPS_SEARCH)),
         # CUB and ResNet-50, Dist-Margin with and without easy positives, 2 and 8 positives per class (each with and
         # without EPS since issue #86: 40 batches each, not 50, to stay within the T4 budget), even/odd
         "colab": (COLAB, dict(**_CUB, model="resnet50", dim=128, epochs=10, batches_per_epoch=100, lr=1e-5,

@@ -304,6 +304,7 @@ class EPSSettings(Settings):
     positives_batches: int | None = None  # batches a Fig. 3b epoch
     positives_images: int | None = None  # images a Fig. 3b batch (None: p x k)
     superclasses: Mapping | None = None  # Table 3's dataset, options and batches (None: not run)
+    superclass_positives: tuple[int, ...] = ()  # Table 3's Dist-Margin at these k, as many images a batch
     even_odd_dataset: str = "digits"
     even_odd_options: Mapping = dataclasses.field(default_factory=Frozen)
     even_odd_epochs: int = 20

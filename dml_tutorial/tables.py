@@ -62,6 +62,8 @@ EPS_MAIN = _declare("eps.main", "Table 2: unseen classes")
 EPS_EVEN_ODD = _declare("eps.even_odd", "Table 1: even/odd")
 EPS_LETTERS = _declare("eps.letters", "Table 3: unseen superclasses by letter")
 EPS_POSITIVES = _declare("eps.positives", "Fig. 3b: same-class samples per batch, with and without EPS")
+EPS_LETTERS_POSITIVES = _declare("eps.letters_positives",
+                                 "Table 3 by same-superclass samples per batch: letter R@1, with and without EPS")
 ECAML_MAIN = _declare("ecaml.main", "Tables 4/5: unseen classes with and without EC")
 #: The suffix of a Tables 4/5 row of EC at the paper's weight (``"ECAML(Tri) at the paper's lambda"``), at its EC
 #: row's searched rate and length: ``ecaml.grid`` trains it, a claim reads it (here, where neither loads torch).

@@ -193,6 +193,26 @@ def test_superclass_labels_keep_each_images_own_class_as_its_letter():
     assert both["R@1"] == 68.4 and both["R@1 (superclass)"] == 85.2
 
 
+def test_the_letters_by_k_table_scores_each_run_by_letter_and_reads_table_3s_own_k_from_its_rows():
+    from types import SimpleNamespace
+
+    cfg = profiles.settings("eps", "glyphs2")  # k = 5 (Table 3's own), 15, 30
+    letters = torch.tensor([0, 0, 1, 1])
+    apart = torch.tensor([[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [1.0, 0.1]])  # each letter's two images together
+    mixed = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.1, 1.0], [1.0, 0.1]])  # each nearest image the other letter
+
+    def runs(*embeddings):
+        return [SimpleNamespace(test_embeddings=e) for e in embeddings]
+
+    table3 = {"EPS + Dist-Margin": runs(apart, mixed), "Dist-Margin": runs(mixed, mixed)}
+    by_k = {(row, k): runs(apart, apart) for row in table3 for k in (15, 30)}
+    table = eps.letters_by_positives(cfg, table3, by_k, letters)
+    assert table == {"EPS + Dist-Margin": {"5 per superclass": [1.0, 0.0], "15 per superclass": [1.0, 1.0],
+                                           "30 per superclass": [1.0, 1.0]},
+                     "Dist-Margin": {"5 per superclass": [0.0, 0.0], "15 per superclass": [1.0, 1.0],
+                                     "30 per superclass": [1.0, 1.0]}}
+
+
 def test_positives_runs_keep_the_images_per_step_where_the_profile_fixes_them():
     """Fig. 3b's runs: k images of each of positives_images // k classes (the batch's size and memory stay those of
     Table 2's 40 x 4 in the colab profile), or the profile's p where it does not fix them."""
@@ -251,7 +271,8 @@ def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches()
     specs = eps.grid(cfg, [0, 1], choices)
     assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
     assert list(dict.fromkeys(s.table for s in specs)) == [eps.EVEN_ODD, eps.SUBCLUSTERS, eps.MAIN,
-                                                           eps.SUPERCLASSES, eps.POSITIVES]
+                                                           eps.SUPERCLASSES, eps.POSITIVES,
+                                                           eps.LETTERS_POSITIVES]
     assert all(s.split == eps.SPLITS[s.table] for s in specs)
     first = {s.key: s for s in specs if s.seed == 0}
     odd = first[(eps.EVEN_ODD, "EPS + Triplet", "")]
@@ -271,6 +292,25 @@ def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches()
     assert {s.options["p"] * s.options["k"] for s in positives} == {
         eps.classes_per_batch(cfg, k) * k for k in cfg.positives_per_class}
     assert {s.settings.batches_per_epoch for s in positives} == {cfg.positives_batches}
+    # the letters at 15 and 30 a superclass in Table 3's 60 images a batch; at 5, Table 3's own Dist-Margin runs
+    letters = [s for s in specs if s.table == eps.LETTERS_POSITIVES and s.seed == 0]
+    assert [(s.row, s.column, s.options["p"], s.options["k"]) for s in letters] == [
+        (row, k, 60 // k, k) for row in ("EPS + Dist-Margin", "Dist-Margin") for k in (15, 30)]
+    assert all(s.split == "superclasses" for s in letters)
+    same = {(s.row, s.column): s.data()["method"] for s in specs if s.seed == 0 and s.row.endswith("Dist-Margin")}
+    assert same[("Dist-Margin", 15)] == same[("Dist-Margin", "")] and same[("EPS + Dist-Margin", 30)] == same[
+        ("EPS + Dist-Margin", "")]  # each arm's loss at its Table 2 choice, at every k
+
+
+def test_the_superclass_batches_hold_table_3s_images_and_refuse_a_k_that_cannot():
+    cfg = profiles.settings("eps", "glyphs2")
+    assert eps.superclass_batches(cfg) == [(5, 12), (15, 4), (30, 2)]
+    for bad in ((7,), (60,)):  # 60 / 7 is not whole; 60 / 60 leaves one class, no negatives
+        with pytest.raises(ValueError, match="2 classes or more"):
+            eps.superclass_batches(cfg.replace(superclass_positives=bad))
+    with pytest.raises(ValueError, match="needs superclasses"):
+        eps.superclass_batches(cfg.replace(superclasses=None))
+    assert eps.superclass_batches(profiles.settings("eps", "colab")) == []
 
 
 def test_the_runner_trains_each_spec_on_its_split_with_its_batches(monkeypatch):
