@@ -210,7 +210,9 @@ def test_claims_name_tables_and_rows_the_chapters_record():
             assert set(claims.REFERENCES) <= set(tables[gate_table.id]), (chapter, "reference rows")
             for row, column in ((claim.base, claim.base_column or claim.column), (claim.row, claim.column)):
                 found = any(column in t.get(claim.table.id, {}).get(row, {}) for t in [tables, *recorded])
-                awaited = (chapter, claim.text) in claims.AWAITING and row == claim.row  # registered, not run yet
+                awaited = (chapter, claim.text) in claims.AWAITING  # registered, not run yet: its row is missing
+                if awaited and row != claim.row:
+                    continue  # its base may be recorded (another table's row) or not (the same new table's)
                 assert found != awaited, (chapter, claim, row, "recorded" if found else "missing")
             if claim.gate is not None:
                 table, row, column = claim.gate
