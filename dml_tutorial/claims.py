@@ -94,7 +94,16 @@ def _dcdl() -> list[Claim]:
                       "L_Trip + L^W-GeomLoss", column, 1.0, why, paper_row="L_Trip + L^W",
                       gate=None if column == "clean" else clean)
                 for column in ("clean", "sym 0.3")]
-    return at_paper + validated + geomloss
+    # registered 2026-12-05 before test bed II's re-run (issue #86), controls that explain "+ L^W beats L_Trip
+    # (sym 0.3)": does the term help a triplet whose miner does not memorise the noise (Le & Odobez's random
+    # semi-hard negative)? and is the local loss needed at all under noise (supplement Table 2 trains the terms
+    # alone: below Table 1's L_Trip + L^W, on CIFAR-10 at delta = 0.3)?
+    rsh = "L_Trip (random semi-hard)"
+    controls = [Claim(f"+ L^W improves {rsh} (sym 0.3)", table, rsh, f"{rsh} + L^W", "sym 0.3", 1.0, why,
+                      gate=clean),
+                Claim("L_Trip + L^W beats L^W alone (sym 0.3)", table, "L^W", "L_Trip + L^W", "sym 0.3", 1.0, why,
+                      gate=clean)]
+    return at_paper + validated + geomloss + controls
 
 
 def _ecaml() -> list[Claim]:

@@ -37,9 +37,12 @@ LOCAL_LOSSES = {
     "np": losses.npairs_loss,
     "ang": partial(losses.angular_loss, alpha=30.0),
     "ang_np": partial(losses.angular_npairs_loss, alpha=45.0),
+    # a control, not the paper's (issue #86): L_Trip with Le & Odobez's random semi-hard negative (eq. 28: any
+    # negative with a positive hinge), which keeps far more of its clean score under noise than the band does
+    "trip_rsh": partial(losses.triplet_loss, margin=0.5, squared=True, negatives="semihard-random"),
 }
 #: Samples per class in a batch (section 4): 10 for L_Trip, 2 for the others (and for no local loss, 10).
-SAMPLES_PER_CLASS = {"trip": 10, "np": 2, "ang": 2, "ang_np": 2, None: 10}
+SAMPLES_PER_CLASS = {"trip": 10, "trip_rsh": 10, "np": 2, "ang": 2, "ang_np": 2, None: 10}
 #: The class-wise terms' settings (kept with the terms, in :mod:`dml_tutorial.discrepancy`; the same dict, so
 #: that ``dcdl.TERMS["L"]["sigma"] = 1.0`` changes what :func:`dcdl_loss` builds next).
 TERMS = DCDL_TERMS
@@ -52,7 +55,8 @@ SWEPT_TERMS = ("L", "W")
 
 def label(local: str | None, term: str | None = None, lam: float | None = None) -> str:
     """A row name as the paper's tables write it: ``"L_Trip + L^W"``, ``"L^L"``, ``"L_NP + 0.1 L^W"``."""
-    names = {"trip": "L_Trip", "np": "L_NP", "ang": "L_Ang", "ang_np": "L_Ang_NP"}
+    names = {"trip": "L_Trip", "trip_rsh": "L_Trip (random semi-hard)", "np": "L_NP", "ang": "L_Ang",
+             "ang_np": "L_Ang_NP"}
     parts = [names[local]] if local else []
     if term:
         weight = "" if lam is None or lam == LAMBDA[term] or not local else f"{lam:g} "
@@ -102,17 +106,34 @@ ALONE_TERMS = ("L", "G", "L-median", "W")
 
 
 def kept_noise(cfg, settings) -> list:
-    """The noise ``settings`` a dataset can take: clean, symmetric, and asymmetric where the dataset has the
-    paper's class pairs (:data:`dml_tutorial.noise.PAIRS`)."""
-    pairs = label_noise.PAIRS.get(cfg.dataset)
+    """The noise ``settings`` a dataset can take: clean, symmetric, and asymmetric where the dataset has class
+    pairs (the paper's, :data:`dml_tutorial.noise.PAIRS`, or its images', :data:`dml_tutorial.noise.LOOKALIKE`)."""
+    pairs = cfg.dataset in label_noise.PAIRS or cfg.dataset in label_noise.LOOKALIKE
     return [n for n in settings if n is None or n[0] == "symmetric" or pairs]
+
+
+def pairs_of(dataset: str, splits) -> dict | None:
+    """The class pairs of ``dataset``'s asymmetric noise: the paper's (:data:`dml_tutorial.noise.PAIRS`), or, for
+    the glyphs, each of the half most look-alike characters with its look-alike in the training images of
+    ``splits`` (:func:`dml_tutorial.noise.lookalike_pairs`, issue #86); ``None`` where there are none."""
+    if dataset in label_noise.LOOKALIKE:
+        return label_noise.lookalike_pairs(splits.train.x.cpu(), splits.train.labels)
+    return label_noise.PAIRS.get(dataset)
+
+
+#: The controls of issue #86 (not the paper's rows), under each of ``cfg.control_noise``: the term alone (is the
+#: local loss needed?) and the term on the random semi-hard triplet (is the gain the band miner's noise?).
+CONTROLS = ((None, "W"), ("trip_rsh", None), ("trip_rsh", "W"))
 
 
 def main_rows(cfg) -> dict:
     """Tables 1/4's rows: ``{(row, column): (local, term, noise)}``, each of ``cfg.locals`` alone and with each of
-    ``cfg.terms``, under each of its noise settings (:func:`kept_noise`), the column the noise's name."""
-    return {(label(local, term), label_noise.describe(n)): (local, term, n)
+    ``cfg.terms``, under each of its noise settings (:func:`kept_noise`), the column the noise's name; then the
+    :data:`CONTROLS` under each of ``cfg.control_noise``."""
+    rows = {(label(local, term), label_noise.describe(n)): (local, term, n)
             for local in cfg.locals for term in [None, *cfg.terms] for n in kept_noise(cfg, cfg.noise)}
+    return rows | {(label(local, term), label_noise.describe(n)): (local, term, n)
+                   for local, term in CONTROLS for n in kept_noise(cfg, cfg.control_noise)}
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
@@ -158,7 +179,8 @@ def run_spec(splits, device="auto"):
 def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, splits, device="auto"):
     """:func:`run_spec`'s runner; a search's trial (``options["curve"]``) trains on the :func:`validation_split`
     of its own noise and probes it every ``settings.eval_every`` epochs."""
-    o, s, pairs = spec.options, spec.settings, label_noise.PAIRS.get(spec.settings.dataset)
+    o, s = spec.options, spec.settings
+    pairs = pairs_of(s.dataset, splits) if (o.get("noise") or ("",))[0] == "asymmetric" else None
     if "curve" in o:
         val = validation_split(splits, s.held_out_faces or 1, o["noise"], spec.seed, pairs)
         return experiment.train_and_probe(val, spec.method, s, k=o["k"], seed=spec.seed, device=device,

@@ -108,7 +108,10 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                               **{k: "each row's best shot (dcdl.best_shots), Table 3's weights each its own"
                                  for k in DCDL_SEARCH},
                               **{k: "the chapter's own search is gone (dcdl.best_shots)"
-                                 for k in ("lr_candidates", "lr_ladder", "probe_every")}},
+                                 for k in ("lr_candidates", "lr_ladder", "probe_every")},
+                              "noise": "asymmetric noise on look-alike characters (noise.lookalike_pairs)",
+                              "control_noise": "the term alone and on the random semi-hard triplet under noise "
+                                               "(dcdl.CONTROLS)"},
                       "bench": _FACES_AND_START,
                       "noise_guarantees": {**_FACES_AND_START, **{k: "each arm at each noise rate at its best shot "
                                                                    "(guarantees.best_shots), on noisy held-out labels"
@@ -148,7 +151,7 @@ _PROFILES = {
     # DCDL (Roy et al.): section 4 and supplement section 7; a closed-set linear probe under label noise.
     "dcdl": {
         "smoke": (SMOKE, dict(dataset="digits", model="mlp", dropout=0.1, epochs=2, noise=_NOISES,
-                              alone_noise=(None,), lambdas=(0.01, 0.1, 0.5, 5.0), compare_with="C-10")),
+                              control_noise=(("symmetric", 0.3),), alone_noise=(None,), lambdas=(0.01, 0.1, 0.5, 5.0), compare_with="C-10")),
         "fashion": (FASHION, dict(dropout=0.1, epochs=10, batches_per_epoch=100, noise=_NOISES,
                                   alone_noise=(None,), lambdas=(5.0,), compare_with="C-10")),
         "glyphs": (GLYPHS, dict(dropout=0.1, epochs=30, batches_per_epoch=100, p=10,
@@ -160,7 +163,7 @@ _PROFILES = {
         "glyphs2": (GLYPHS2, dict(start=None, dataset_options={"n_classes": 300, "vary_faces": True}, dropout=0.1,
                                   epochs=30,
                                   batches_per_epoch=100, p=10, terms=("L", "W", "W-GeomLoss"),
-                                  noise=(None, ("symmetric", 0.3)),
+                                  noise=_NOISES, control_noise=(("symmetric", 0.3),),
                                   lambdas=(0.01, 0.03, 0.05, 0.1, 0.2, 0.3, 0.4),
                                   held_out_faces=1, compare_with="C-10", **DCDL_SEARCH)),
         # CIFAR-10 and VGG-9, L_Trip against L_Trip + L^W, clean and 30% symmetric noise; float32 (on an H100, bf16

@@ -243,6 +243,7 @@ class DCDLSettings(Settings):
     terms: tuple[str, ...] = ("L", "W")  # keys of dcdl.TERMS
     noise: tuple[Noise, ...] = (None,)  # Tables 1/4's label-noise columns
     alone_noise: tuple[Noise, ...] = ()  # Table 2's (each term alone)
+    control_noise: tuple[Noise, ...] = ()  # the noise columns of dcdl.CONTROLS (Tables 1/4's rows)
     lambdas: tuple[float, ...] = ()  # Table 3's weights
     held_out_faces: int | None = None  # faces of the training split the searches hold out (with search_lrs)
 

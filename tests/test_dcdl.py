@@ -75,7 +75,8 @@ def test_bad_arguments():
 
 
 def test_row_labels_are_the_keys_of_the_quoted_tables():
-    rows = {dcdl.label(local, term) for local in dcdl.LOCAL_LOSSES for term in (None, "L", "W")}
+    controls = {local for local, _ in dcdl.CONTROLS}  # issue #86's, not the paper's
+    rows = {dcdl.label(local, term) for local in set(dcdl.LOCAL_LOSSES) - controls for term in (None, "L", "W")}
     for table in dcdl.REPORTED.values():
         assert set(table) == rows
     assert set(dcdl.REPORTED_LAMBDA) == {dcdl.label(lo, t) for lo in ("trip", "np") for t in ("L", "W")}
@@ -349,3 +350,28 @@ def test_the_runner_trains_and_probes_with_the_specs_noise_and_samples_per_class
     assert {k: seen[0][k] for k in ("k", "noise", "seed", "curves")} == {
         "k": spec.options["k"], "noise": ("asymmetric", 0.2), "seed": 3, "curves": False}
     assert seen[0]["pairs"] == noise.PAIRS[cfg.dataset]  # the paper's flip pairs of the dataset
+
+
+def test_the_controls_and_the_glyphs_asymmetric_noise_are_rows_of_tables_1_4_searched_as_the_others(monkeypatch):
+    """Issue #86's controls (the term alone, the term on the random semi-hard triplet) under each control noise,
+    and asymmetric noise on the glyphs, whose pairs are the look-alike characters of the run's training images."""
+    cfg = profiles.settings("dcdl", "glyphs2")
+    rows = dcdl.main_rows(cfg)
+    assert {column for _, column in rows} == {"clean", "sym 0.3", "asym 0.2"}
+    controls = {key: value for key, value in rows.items() if value[:2] in dcdl.CONTROLS}
+    assert controls == {("L^W", "sym 0.3"): (None, "W", ("symmetric", 0.3)),
+                        ("L_Trip (random semi-hard)", "sym 0.3"): ("trip_rsh", None, ("symmetric", 0.3)),
+                        ("L_Trip (random semi-hard) + L^W", "sym 0.3"): ("trip_rsh", "W", ("symmetric", 0.3))}
+    assert all(f"{row} ({column})" in dcdl.searched_rows(cfg) for row, column in controls)
+    rsh = dcdl.dcdl_loss("trip_rsh", "W").local_fn
+    assert (rsh.keywords["negatives"], rsh.keywords["margin"]) == ("semihard-random", 0.5)
+    assert dcdl.kept_noise(cfg.replace(dataset="cifar100"), cfg.noise) == [None, ("symmetric", 0.3)]
+    seen = []
+    monkeypatch.setattr(experiment, "train_and_probe", lambda splits, loss_fn, s, **kw: seen.append(kw["pairs"]))
+    monkeypatch.setattr(noise, "lookalike_pairs", lambda x, y: {"from": (x, y)})
+    splits = type("S", (), {"train": type("D", (), {"x": torch.zeros(2), "labels": [0, 1]})()})()
+    spec = next(s for s in dcdl.grid(cfg, [0]) if s.options["noise"] == ("asymmetric", 0.2))
+    dcdl.run_spec(splits, "cpu")(spec)
+    clean = next(s for s in dcdl.grid(cfg, [0]) if s.options["noise"] is None)
+    dcdl.run_spec(splits, "cpu")(clean)
+    assert seen[0]["from"][1] == [0, 1] and seen[1] is None  # pairs only where the noise is asymmetric

@@ -292,3 +292,19 @@ def test_corrupted_positive_share_against_a_loop():
     assert out["pairs"] == pytest.approx(bad_pairs / pairs)
     clean = noise.corrupted_positive_share(z, true, true, "semihard-random", p=6, k=5, batches=2)
     assert clean["active"] == clean["pairs"] == 0.0
+
+
+def test_lookalike_pairs_flip_the_most_alike_share_of_classes_to_their_nearest_mean_image():
+    """Four classes whose mean images sit at 0, 0.1, 5 and 10 on one pixel: 0 and 1 are each other's nearest
+    (0.01 apart, squared), 2's nearest is 1 (4.9 apart), 3's is 2 (5): half the classes are the pair 0 <-> 1."""
+    images = np.repeat([[0.0], [0.1], [5.0], [10.0]], 3, axis=0) + np.tile([[-0.01], [0.0], [0.01]], (4, 1))
+    labels = np.repeat([0, 1, 2, 3], 3)
+    assert noise.lookalike_pairs(images.reshape(12, 1, 1), labels) == {0: 1, 1: 0}
+    assert noise.lookalike_pairs(images, labels, share=1.0) == {0: 1, 1: 0, 2: 1, 3: 2}
+    assert noise.lookalike_pairs(images, labels + 7, share=0.25) == {7: 8}  # the classes' own ids
+    T = noise.transition_matrix(4, 0.2, "asymmetric", noise.lookalike_pairs(images, labels))
+    assert np.allclose(T.sum(1), 1) and T[0, 1] == T[1, 0] == 0.2 and T[2, 2] == T[3, 3] == 1.0
+    with pytest.raises(ValueError, match="share"):
+        noise.lookalike_pairs(images, labels, share=0.0)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        noise.lookalike_pairs(images[:3], labels[:3])

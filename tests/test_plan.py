@@ -299,10 +299,11 @@ def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
     searched = plan.make("dcdl", cfg, "cpu", n_train=4_800)
     plain = plan.make("dcdl", cfg.replace(search_lrs=()), "cpu", n_train=4_800)
     lambdas = len(cfg["lambdas"])  # Table 3: each weight, L^L's but its paper's 0.2 (a main row); W's 0.5 is not
-    rows = (1 + len(cfg["terms"])) * len(cfg["noise"]) + lambdas + lambdas - 1
-    assert searched.runs - plain.runs == rows * len(cfg["search_lr_start"]) == 21 * 2
+    controls = len(dcdl.CONTROLS) * len(cfg["control_noise"])  # issue #86's controls, under noise
+    rows = (1 + len(cfg["terms"])) * len(cfg["noise"]) + controls + lambdas + lambdas - 1
+    assert searched.runs - plain.runs == rows * len(cfg["search_lr_start"]) == 28 * 2
     search = [t for t in searched.trainings if t.section.startswith(dcdl.BEST_SHOT)]
-    assert sum(t.runs for t in search) == 42 and {t.steps for t in search} == {
+    assert sum(t.runs for t in search) == 56 and {t.steps for t in search} == {
         cfg["search_lengths"][0] * cfg["batches_per_epoch"]}
     assert {json.dumps(spec_data(t.objective), sort_keys=True) for t in search} == {
         json.dumps(spec_data(dcdl.dcdl_loss(*row[:3])), sort_keys=True) for row in dcdl.searched_rows(cfg).values()}
