@@ -234,5 +234,7 @@ def test_a_claim_label_that_starts_with_a_plus_stays_one_list_item():
     """DCDL's "+ L^W beats L_Trip" after "- " would open a nested list: the opening escapes it."""
     lines = [line for line in findings.verdict_lines("dcdl", findings.scale_frames("dcdl")).splitlines()
              if line.startswith("- ")]
-    assert len(lines) == len(claims.CLAIMS["dcdl"]) and all(line.startswith("- \\+ ") for line in lines)
+    assert len(lines) == len(claims.CLAIMS["dcdl"])
+    assert [line.startswith("- \\+ ") for line in lines] == [c.text.startswith("+") for c in claims.CLAIMS["dcdl"]]
+    assert any(line.startswith("- \\+ ") for line in lines) and not any(line.startswith("- + ") for line in lines)
     assert findings._item("EC improves Triplet") == "EC improves Triplet"
