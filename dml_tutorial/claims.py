@@ -21,7 +21,7 @@ every test the book made as one family too (Holm; :func:`book_family`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -37,6 +37,8 @@ from .tables import REFERENCES, STARTED, Table  # the reference rows every main 
 #: fifty finds a right neighbour it did not before, about the spread of a method's R@1 between seeds on our test
 #: beds; a smaller gain would not change which loss a reader picks.
 RETRIEVAL = (2.0, "2 points of R@1: one query in fifty; below it, no reader would change losses")
+#: The same threshold on MAP@R, where R@1 sits at or near its ceiling (issue #86).
+RANKED = (2.0, "2 points of MAP@R: the retrieval threshold, read on every same-class neighbour, not the first")
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,10 @@ def _ecaml() -> list[Claim]:
     # EC ending lower than its baseline's ("stops rising at a relatively lower level (80% vs. 90%)"; the unseen
     # curve ending higher is "EC improves"), and Table 2's "the performances ... increase with embedding size" as
     # EC's gain growing with the size (an interaction, the smallest size as control); both gated on Tables 4/5
-    seen = [Claim(f"EC lowers {base}'s seen-class R@1 at the end of training (Fig. 2)", declared.ECAML_CURVES, row,
-                  base, "seen R@1, last epoch", *RETRIEVAL, gate=(table, base, "R@1")) for base, row in rows]
+    # The seen half on MAP@R, not R@1 (changed the same day, before any run of it): the seen R@1 of every test bed II
+    # curve ends at 100%, where no loss can be lower; MAP@R ranks all of a class's images, below its ceiling there
+    seen = [Claim(f"EC lowers {base}'s seen-class MAP@R at the end of training (Fig. 2)", declared.ECAML_CURVES, row,
+                  base, "seen MAP@R, last epoch", *RANKED, gate=(table, base, "R@1")) for base, row in rows]
     sizes = [Claim("EC's gain on Binomial grows from d = 16 to d = 128 (unseen R@1)", declared.ECAML_DIMS,
                    "Binomial R@1", "ECAML(Binomial) R@1", "d = 128", RETRIEVAL[0],
                    "2 points of R@1 more gain at the larger size: the retrieval threshold, on the part of the gain "
@@ -153,6 +157,10 @@ def _eps() -> list[Claim]:
     original = [Claim(f"EPS improves {base} sampled as the original papers, every positive pair (unseen R@1)", table,
                       f"{base}, all positives", f"EPS + {base}", "R@1", *RETRIEVAL, paper_base=base)
                 for base in bases[:2]]
+    # registered 2026-12-05 before test bed II's re-run (issue #86): there the baselines of Table 2 sit at 91-95%
+    # unseen R@1, where one neighbour ranks little; MAP@R ranks every image of the class (Musgrave et al. 2020)
+    ranked = [replace(c, text=c.text.replace("(unseen R@1)", "(unseen MAP@R)"), column="MAP@R", why=RANKED[1])
+              for c in regular + original]
     letters = declared.EPS_LETTERS
     why = (f"{RETRIEVAL[1]}; gated on retrieving the superclasses it was trained on, since the claim is that "
            "the baseline loses the letters")
@@ -184,7 +192,7 @@ def _eps() -> list[Claim]:
                        "Dist-Margin", "EPS + Dist-Margin", "30 per superclass", RETRIEVAL[0],
                        "2 points of R@1 by letter more gain at 30 than at 5: the retrieval threshold, on the part "
                        "of the gain that grows with k", control="5 per superclass", gate=sup_gate)]
-    return even_odd + regular + original + superclasses + fig3b + letters_k
+    return even_odd + regular + original + ranked + superclasses + fig3b + letters_k
 
 
 def _noise() -> list[Claim]:

@@ -331,7 +331,8 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     (:func:`dml_tutorial.metrics.recall_ks`: 1/2/4/8, or 1/10/100/1000 on SOP), NMI and clustering F1 (k-means
     with as many clusters as test classes).
 
-    - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1" after every epoch,
+    - ``curves=True`` also records "seen R@1" (training split, clean labels) and "unseen R@1", and the same splits'
+      MAP@R ("seen MAP@R", "unseen MAP@R": it still ranks where R@1 reaches 100%), after every epoch,
       on at most ``cfg["curve_samples"]`` (default :data:`CURVE_SAMPLES`) samples of each split
       (:func:`_curve_subset`), and on one fixed P x K batch of the training data the "within-class spread" and,
       for an :class:`~dml_tutorial.objective.Objective`, each term's value and its weighted gradient norm at the
@@ -353,9 +354,11 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     pulls = _pulls(data, loss_fn, p, k, seed) if curves else None  # (its batch drawn only when used)
 
     def curve_point(model):
-        out = {"seen R@1": metrics.recall_at_k(train.embed(model, seen, num_workers=workers), seen.labels, (1,))[1],
-               "unseen R@1": metrics.recall_at_k(train.embed(model, unseen, num_workers=workers), unseen.labels,
-                                                 (1,))[1]}
+        out = {}
+        for name, part in (("seen", seen), ("unseen", unseen)):
+            z = train.embed(model, part, num_workers=workers)
+            out[f"{name} R@1"] = metrics.recall_at_k(z, part.labels, (1,))[1]
+            out[f"{name} MAP@R"] = metrics.map_at_r(z, part.labels)  # where R@1 sits at its ceiling (issue #86)
         return {**out, **pulls(model)}
 
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,

@@ -196,6 +196,10 @@ def test_train_and_retrieve_measures_unseen_classes_and_records_the_gap():
     assert run.metrics["R@1"] <= run.metrics["R@2"] <= run.metrics["R@4"] <= run.metrics["R@8"]
     assert len(run.history["seen R@1"]) == CFG["epochs"] and None not in run.history["unseen R@1"]
     assert run.history["unseen R@1"][-1] == pytest.approx(run.metrics["R@1"])
+    # MAP@R beside R@1 (issue #86): the last epoch's unseen one is the final test embeddings' (the whole split)
+    assert run.history["unseen MAP@R"][-1] == pytest.approx(metrics.map_at_r(run.test_embeddings,
+                                                                              seen_unseen.test.labels))
+    assert len(run.history["seen MAP@R"]) == CFG["epochs"] and all(0 < v <= 1 for v in run.history["seen MAP@R"])
 
 
 def test_checkpoints_every_few_epochs_lie_on_the_path_of_the_shorter_run():
