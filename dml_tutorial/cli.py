@@ -46,6 +46,7 @@ from pathlib import Path
 from . import __version__, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
+from .protocol import MACHINE
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
 
@@ -297,7 +298,7 @@ def commit_run(file: Path) -> str | None:
     return None
 
 
-MACHINE_SETTINGS = {"threads", "workers"}  # how a run used its machine, not what it trained
+MACHINE_SETTINGS = set(MACHINE)  # how a run used its machine, not what it trained
 
 
 def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:

@@ -320,15 +320,17 @@ def random_shift(x: torch.Tensor, max_shift: int = 1, generator: torch.Generator
 def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: int = 64, lr: float = 1e-2,
                        momentum: float = 0.9, weight_decay: float = 0.0, augment=random_shift, device="auto",
                        seed: int = 0, progress: bool = True, description: str = "unsupervised", num_workers: int = 0,
-                       evaluate=None, eval_every: int = 1, checkpoint=None, resume: bool = True, amp: bool = False):
+                       evaluate=None, eval_every: int = 1, checkpoint=None, resume: bool = True, amp: bool = False,
+                       checkpoint_every: float = 0.0):
     """Train ``objective`` (:class:`CBSwR` or :class:`SME`, which holds the model) without labels: shuffled batches
     of ``batch_size`` images, each with its augmented view (``augment`` on the device for in-memory data; a second
     draw of the dataset's random transform for images on disk, decoded by ``num_workers`` loader processes), SGD
     with momentum, in the loop every training shares (:func:`dml_tutorial.train.epochs_of`). Returns a
     :class:`~dml_tutorial.train.History` with the loss, its parts and seconds per epoch; ``evaluate(model) -> dict``
     (the objective's model, in eval mode) adds its entries after every ``eval_every`` epochs and after the last, as
-    :func:`dml_tutorial.train.fit` does; with ``checkpoint`` the training is saved there after every epoch (the
-    order's and the views' generator too) and resumes from it; ``amp``: the trunk under mixed precision, as in
+    :func:`dml_tutorial.train.fit` does; with ``checkpoint`` the training is saved there (the order's and the
+    views' generator too; after the last epoch and every ``checkpoint_every`` seconds or more, 0: every epoch) and
+    resumes from it; ``amp``: the trunk under mixed precision, as in
     :func:`~dml_tutorial.train.fit`, the embedding layer and the losses in float32."""
     dev = train.resolve_device(device)
     train.seed_everything(seed)
@@ -348,7 +350,8 @@ def train_unsupervised(objective: nn.Module, data, *, epochs: int, batch_size: i
     try:
         return train.epochs_of(objective, epoch_steps, epochs=epochs, optimizer=opt, scaler=scaler,
                                evaluate=evaluate, eval_model=objective.model, eval_every=eval_every,
-                               checkpoint=checkpoint, resume=resume, device=dev, progress=progress,
+                               checkpoint=checkpoint, resume=resume, checkpoint_every=checkpoint_every,
+                               device=dev, progress=progress,
                                description=description, extra={"generator": train.GeneratorState(g)})
     finally:
         objective.trunk_precision = None
@@ -429,7 +432,7 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
                                  device=device, seed=seed, progress=progress, description=method,
                                  num_workers=cfg.get("workers", 0), evaluate=evaluate,
                                  eval_every=cfg.get("eval_every", 1), checkpoint=checkpoint,
-                                 amp=cfg.get("amp", False))
+                                 checkpoint_every=cfg.get("checkpoint_seconds", 0.0), amp=cfg.get("amp", False))
     seconds = time.perf_counter() - start
     z_test = train.embed(model, splits.test, num_workers=cfg.get("workers", 0))
     scores = metrics.evaluate(z_test, splits.test.labels, ks=(1, 2, 4, 8), seed=seed,

@@ -96,7 +96,7 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
                         scheduler=scheduler, device=device, seed=seed, progress=progress, checkpoint=checkpoint,
                         evaluate=evaluate, eval_every=cfg.get("eval_every", 1), augment=augmentation,
                         amp=cfg.get("amp", False), channels_last=cfg.get("channels_last", False),
-                        num_workers=cfg.get("workers", 0),
+                        num_workers=cfg.get("workers", 0), checkpoint_every=cfg.get("checkpoint_seconds", 0.0),
                         description=getattr(loss_fn, "__name__", "training"))
     return model, history, time.perf_counter() - start
 

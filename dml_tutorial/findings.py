@@ -151,11 +151,17 @@ def verdict_lines(chapter: str, frames: dict) -> str:
     with its word and our mean gain at the deciding scale (:func:`deciding`; a sweep with too few seeds gives its
     gain so far), then the other scales' words counted in one line, from the same frames as the Findings box."""
     scale = deciding(frames)
-    lines = []
+    lines, waiting = [], 0
     for claim in claims.CLAIMS.get(chapter, []):
         hit = frames[scale][frames[scale]["claim"] == claim.text] if scale else None
-        said = "not run yet" if hit is None or hit.empty else _short(hit.iloc[0].to_dict())
-        lines.append(f"- {_item(plots.label_tex(claim.text))}: {said}.")
+        if hit is None or hit.empty:
+            waiting += 1  # counted in one line: a line each made the answer a list of promises
+            continue
+        lines.append(f"- {_item(plots.label_tex(claim.text))}: {_short(hit.iloc[0].to_dict())}.")
+    if waiting:
+        noun, them = ("claims", "them") if waiting > 1 else ("claim", "it")
+        lines.append(f"- Not run yet: {waiting} more {noun}, registered before the runs that will decide {them} "
+                     f"({{doc}}`the verdict table </book/results/verdicts>` names {them}).")
     beds = CHAPTER_TEST_BEDS.get(chapter, TEST_BEDS).get(scale, "")
     intro = (f"What our runs say on {SHORT.get(scale, scale)}{f' ({beds})' if beds else ''}, claim by claim (the "
              "words are the {doc}`glossary's </book/glossary>`):" if scale else

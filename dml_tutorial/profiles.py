@@ -57,7 +57,7 @@ GLYPHS2 = {"dataset": "glyphs", "model": "glyphnet", "dim": 64, "n_seeds": 1, "t
 #: The GPU profiles: the papers' backbones at 224 px on images decoded once (data.decode_splits), in mixed
 #: precision with channels_last (1.3-1.9x on an H100 at 224 px; benchmarks/bench_train_step.py), torch's threads.
 GPU = {"threads": None, "image_size": 224, "decode_once": True, "data_on_device": True, "amp": True,
-       "channels_last": True, "workers": 8, "n_seeds": 1}
+       "channels_last": True, "workers": 8, "n_seeds": 1, "checkpoint_seconds": 300.0}
 #: Colab: one seed, two CPUs for the loader.
 COLAB = {**GPU, "workers": 2}
 #: The colab profile's budget before any T4 measured it: a T4 taken as 9x slower than the H100's images per second

@@ -148,6 +148,7 @@ class Settings:
     n_seeds: int = 3
     threads: int | None = 2  # torch's CPU threads (None: torch's default)
     workers: int = 0  # loader processes decoding images read from disk
+    checkpoint_seconds: float = 0.0  # fewest seconds between a run's resume checkpoints (0: every epoch)
     data_on_device: bool = False  # in-memory datasets moved to the GPU once
     amp: bool = False  # bfloat16 (float16 on older GPUs) autocast of the model's forward pass
     channels_last: bool = False

@@ -172,7 +172,7 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
         scheduler=None, device="auto", seed: int = 0, evaluate=None, eval_every: int = 1, augment=None,
         checkpoint: str | Path | None = None, resume: bool = True, progress: bool = True, num_workers: int = 0,
         amp: bool = False, channels_last: bool = False, description: str = "training",
-        counted: bool = True) -> History:
+        counted: bool = True, checkpoint_every: float = 0.0) -> History:
     """Train ``model`` for ``epochs`` epochs and return its :class:`History`.
 
     - ``loss_fn(z, y)`` or ``loss_fn(z, y, batch)``, where ``batch`` has ``x`` (the input), ``indices`` and
@@ -192,6 +192,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
       (``benchmarks/bench_train_step.py``), so the profiles turn them on per model.
     - ``counted=False`` leaves the training out of the recorder's trainings, which a chapter's plan checks against its
       grids: for work that is no grid's, such as building a pretrained start on first use.
+    - ``checkpoint_every``: the fewest seconds between two checkpoints (0: after every epoch); the last epoch's is
+      always written (see :func:`epochs_of`).
     """
     if epochs < 0:
         raise ValueError(f"epochs must be non-negative, got {epochs}")
@@ -222,8 +224,8 @@ def fit(model: torch.nn.Module, loss_fn, data, *, epochs: int, sampler, optimize
 
     return epochs_of(model, epoch_steps, epochs=epochs, optimizer=optimizer, scaler=scaler, scheduler=scheduler,
                      evaluate=evaluate, eval_model=model, eval_every=eval_every, checkpoint=checkpoint, resume=resume,
-                     device=dev, progress=progress, description=description, counted=counted,
-                     extra={"loss": loss_module})
+                     checkpoint_every=checkpoint_every, device=dev, progress=progress, description=description,
+                     counted=counted, extra={"loss": loss_module})
 
 
 def step(loss, optimizer, scaler, epoch: int) -> None:
@@ -239,16 +241,20 @@ def step(loss, optimizer, scaler, epoch: int) -> None:
 
 
 def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, scaler, scheduler=None, evaluate=None,
-              eval_model=None, eval_every: int = 1, checkpoint=None, resume: bool = True, device, progress: bool,
-              description: str, counted: bool = True, extra: dict | None = None) -> History:
+              eval_model=None, eval_every: int = 1, checkpoint=None, resume: bool = True,
+              checkpoint_every: float = 0.0, device, progress: bool, description: str, counted: bool = True,
+              extra: dict | None = None) -> History:
     """The loop every training shares (:func:`fit`'s, :func:`dml_tutorial.clustering.train_unsupervised`'s):
     ``epochs`` times ``epoch_steps(epoch)``, which trains one epoch (``module`` in train mode) and yields each
     step's numbers (``loss`` and its parts); their means over the epoch and its seconds, then ``evaluate(eval_model)``
     in eval mode every ``eval_every`` epochs and after the last, make the epoch's :class:`History` record; the
-    ``scheduler`` steps once an epoch. With ``checkpoint`` the state after each epoch is saved there (``module``,
+    ``scheduler`` steps once an epoch. With ``checkpoint`` the state after an epoch is saved there (``module``,
     ``optimizer``, ``scaler``, ``scheduler``, every object of ``extra`` that is not ``None``: a loss's parameters, a
     generator (:class:`GeneratorState`); the random states and the history) and, with ``resume``, a training that
-    finds one there goes on from it. The training is recorded (:func:`record_training`) unless not ``counted``."""
+    finds one there goes on from it, to the same result. It is saved after the last epoch and after any epoch that
+    ends ``checkpoint_every`` seconds or more after the last save (0: every epoch): a ResNet-50 with Adam's state
+    is about 300 MB a save, which every epoch of a colab chapter's runs made 12-15 GB of writes (issue #88); a
+    resume then repeats at most that many seconds. The training is recorded (:func:`record_training`) unless not ``counted``."""
     extra = {name: obj for name, obj in (extra or {}).items() if obj is not None}
     history, start = History(), 0
     ckpt = Path(checkpoint) if checkpoint else None
@@ -266,6 +272,7 @@ def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, s
         history, start = History(state["history"]), state["epoch"]
         _set_rng_state(state["rng"])
     began, steps = time.perf_counter(), 0
+    saved = began
     bar = tqdm(range(start, epochs), desc=description, initial=start, total=epochs, disable=not progress,
                file=sys.stderr, mininterval=1.0, dynamic_ncols=True)
     for epoch in bar:
@@ -284,7 +291,8 @@ def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, s
                 record.update(evaluate(eval_model))
         history.records.append(record)
         bar.set_postfix(loss=f"{record['loss']:.4f}", refresh=False)
-        if ckpt:
+        if ckpt and (epoch + 1 == epochs or time.perf_counter() - saved >= checkpoint_every):
+            saved = time.perf_counter()
             save_checkpoint(ckpt, model=module.state_dict(), optimizer=optimizer.state_dict(),
                             scaler=scaler.state_dict(),
                             scheduler=scheduler.state_dict() if scheduler is not None else None,

@@ -172,12 +172,15 @@ def test_the_opening_gives_each_claim_the_boxs_word_at_the_deciding_scale_and_co
     assert f"Elsewhere: on Fashion-MNIST: {len(fashion)} *not testable here*. " in opening  # counted, not repeated
     assert "{ref}`the Findings <ecaml-findings>`" in opening and "smoke" not in opening
     lines = _lines(opening)
-    assert len(lines) == len(claims.CLAIMS["ecaml"])  # a line per claim, recorded or not
     box = _said(findings.markdown("ecaml", frames))
-    for claim in claims.CLAIMS["ecaml"]:
-        assert lines[plots.label_tex(claim.text)] == box.get(plots.label_tex(claim.text), "not run yet")
+    waiting = [c for c in claims.CLAIMS["ecaml"] if plots.label_tex(c.text) not in box]
+    assert waiting and len(lines) == len(claims.CLAIMS["ecaml"]) - len(waiting) + 1  # a line per recorded claim,
+    assert lines.pop("Not run yet") == f"{len(waiting)} more claims, registered before the runs that will decide them"
+    for claim in claims.CLAIMS["ecaml"]:  # and the claims not run yet counted in one line
+        assert lines.get(plots.label_tex(claim.text), "not run yet") == box.get(plots.label_tex(claim.text),
+                                                                                 "not run yet")
     assert lines["EC improves Triplet (unseen R@1)"] == "supported"
-    assert lines["EC as released improves Triplet (unseen R@1)"] == "not run yet"
+    assert "EC as released improves Triplet (unseen R@1)" not in lines
     gated = _lines(findings.verdict_lines("ecaml", {"Fashion-MNIST": fashion}))
     assert gated["EC improves Triplet (unseen R@1)"] == "not testable here"  # no gain beside a withheld word
 
@@ -233,8 +236,6 @@ def test_the_opening_describes_each_chapters_own_test_bed_ii():
 def test_a_claim_label_that_starts_with_a_plus_stays_one_list_item():
     """DCDL's "+ L^W beats L_Trip" after "- " would open a nested list: the opening escapes it."""
     lines = [line for line in findings.verdict_lines("dcdl", findings.scale_frames("dcdl")).splitlines()
-             if line.startswith("- ")]
-    assert len(lines) == len(claims.CLAIMS["dcdl"])
-    assert [line.startswith("- \\+ ") for line in lines] == [c.text.startswith("+") for c in claims.CLAIMS["dcdl"]]
+             if line.startswith("- ") and not line.startswith("- Not run yet")]
     assert any(line.startswith("- \\+ ") for line in lines) and not any(line.startswith("- + ") for line in lines)
     assert findings._item("EC improves Triplet") == "EC improves Triplet"

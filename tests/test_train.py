@@ -142,3 +142,21 @@ def test_batch_norm_recalibration_takes_the_statistics_of_the_data():
     before = {k: v.clone() for k, v in mlp.state_dict().items()}
     assert not train.recalibrate_batch_norm(mlp, images)  # no batch norm: nothing to do, nothing changed
     assert all(torch.equal(before[k], v) for k, v in mlp.state_dict().items())
+
+
+@pytest.mark.parametrize("every, saved_after", [(0.0, [1, 2, 3, 4]), (1e9, [4]), (0.05, [2, 4])])
+def test_checkpoints_are_written_at_the_cadence_asked_and_always_after_the_last_epoch(monkeypatch, tmp_path, every,
+                                                                                        saved_after):
+    """Issue #88: a checkpoint after every epoch wrote gigabytes on a GPU; ``checkpoint_every`` spaces them by
+    seconds (on a clock that only the evaluation after each epoch moves, by 0.03 s: with 0.05 s between saves,
+    every second epoch), and the last epoch's is always written, so that ``fit`` called again finds the finished
+    training."""
+    saved, clock = [], [0.0]
+    monkeypatch.setattr(train, "save_checkpoint", lambda path, **state: saved.append(state["epoch"]))
+    monkeypatch.setattr(train.time, "perf_counter", lambda: clock[0])
+    splits = data.load_dataset("digits", split="classes")
+    model = models.ConvNet((1, 8, 8), dim=8, width=(4, 8), hidden=16)
+    train.fit(model, losses.contrastive_loss, splits.train, epochs=4, checkpoint=tmp_path / "c.pt", progress=False,
+              sampler=sampling.PKSampler(splits.train.labels, 4, 4, seed=0, batches_per_epoch=1),
+              evaluate=lambda m: clock.__setitem__(0, clock[0] + 0.03) or {}, checkpoint_every=every)
+    assert saved == saved_after
