@@ -248,24 +248,29 @@ class _Features(torch.nn.Module):
 
 
 def references(splits, cfg: dict, seeds, *, probe: bool = False, noises=(None,), pairs=None, device="auto",
-               kinds=None, train_embeddings: bool = False) -> dict:
+               kinds=None, train_embeddings: bool = False, cache=None) -> dict:
     """``{(kind, column): [Run per seed]}`` for both :data:`REFERENCES`, in the key format of :func:`grid`, so that
     a chapter adds them to its table: one column per noise setting (named by :func:`dml_tutorial.noise.describe`,
     ``""`` for the single clean column of a retrieval table). The raw input of a retrieval table, or of a probe on
     clean labels, does not depend on the seed: it is measured once and repeated for every seed (std 0). ``kinds``
     picks some of them; by default :func:`reference_kinds` (both, :data:`STARTED` where the profile starts from a
     pretrained trunk, no raw input where its pixels would not fit in memory). ``train_embeddings``
-    keeps the training split's embeddings too (:func:`reference_run`)."""
+    keeps the training split's embeddings too (:func:`reference_run`). With a ``cache`` (a grid's, :func:`grid`)
+    each is kept there with the runs and loaded the next time (issue #88: on CUB the raw input's distances and
+    clustering take minutes), never counted as a training (:meth:`dml_tutorial.plan.Plan.check`)."""
     if kinds is None:
         kinds = reference_kinds(cfg, splits)
+    measure = partial(reference_run, splits, cfg, probe=probe, pairs=pairs, device=device,
+                      train_embeddings=train_embeddings)
     out = {}
     for kind in kinds:
         for n in noises:
             column = "" if noises == (None,) and not probe else label_noise.describe(n)
             once = kind == "raw input" and (not probe or n is None)
-            runs = [reference_run(splits, cfg, kind, probe=probe, noise=n, pairs=pairs, seed=s, device=device,
-                                  train_embeddings=train_embeddings)
+            jobs = [((kind, column), s, partial(measure, kind, noise=n, seed=s),
+                     {"run": measure, "kind": kind, "noise": n, "seed": s})
                     for s in (list(seeds)[:1] if once else seeds)]
+            runs = _run_jobs(jobs, False, False, kind, cache, None, counted=False)[(kind, column)]
             out[(kind, column)] = runs * len(list(seeds)) if once else runs
     return out
 
@@ -381,8 +386,8 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
     SHA-256) and loaded instead of re-run the next time, but only when its stored description equals the one asked
     for: a run whose loss or settings changed (a margin, a term's sigma) is another file, trained anew. A run that
     accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`) also keeps its training in
-    progress there after every epoch (``<key>-seed<s>-<hash>.partial.pt``), so that a run
-    interrupted mid-way (a disconnected Colab runtime) resumes from its last epoch. Delete the folder to start
+    progress there (``<key>-seed<s>-<hash>.partial.pt``: after every epoch, or every ``cfg.checkpoint_seconds``, 300
+    on a GPU), so that a run interrupted mid-way (a disconnected Colab runtime) resumes from its last save. Delete the folder to start
     afresh.
 
     ``progress=True`` (the GPU profiles) passes ``progress`` to runs that accept it (a per-epoch bar with the loss
@@ -436,16 +441,17 @@ def _call(run, kwargs, seed, **extra):
     return run(**kwargs, **extra, seed=seed)
 
 
-def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progress) -> dict:
-    """The loop of :func:`grid` and :func:`run_grid`: ``jobs`` of ``(key, seed, call(**extra) -> Run, what makes
-    it)``, each run or loaded from ``cache``; ``{key: [Run]}`` in the jobs' order."""
+def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progress, counted: bool = True) -> dict:
+    """The loop of :func:`grid`, :func:`run_grid` and :func:`references`: ``jobs`` of ``(key, seed, call(**extra) ->
+    Run, what makes it)``, each run or loaded from ``cache`` (a load recorded as a cached training where
+    ``counted``); ``{key: [Run]}`` in the jobs' order."""
     out = {}
     total, done, trained_seconds, trained = len(jobs), 0, 0.0, 0
     with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress is not False) as bar:
         for key, seed, call, made_of in jobs:
             began = time.perf_counter()
             extra = {"progress": progress} if progress and takes_progress else {}
-            result, loaded = _cached(call, made_of, key, seed, cache, extra, takes_checkpoint)
+            result, loaded = _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted)
             out.setdefault(key, []).append(result)
             done += 1
             bar.update()
@@ -466,7 +472,7 @@ def _accepts(run, name: str) -> bool:
         return False
 
 
-def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[Run, bool]:
+def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted=True) -> tuple[Run, bool]:
     """One run, and whether it was loaded from ``cache`` (under the hash of ``made_of`` as data, with the package
     version; ``made_of=None``: a run never cached)."""
     if cache is None or made_of is None:
@@ -478,7 +484,8 @@ def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint) -> tuple[R
     if path.exists():
         state = torch.load(path, weights_only=False)
         if state.get("settings") == settings:
-            train.record_training(name, 0, 0.0, cached=True)
+            if counted:
+                train.record_training(name, 0, 0.0, cached=True)
             return Run(state["metrics"], state["test_embeddings"], train.History(state["history"]),
                        train_embeddings=state.get("train_embeddings"),
                        test_predictions=state.get("test_predictions")), True

@@ -5,9 +5,9 @@
                   evaluate=lambda m: evaluate(embed(m, splits.test), splits.test.labels),
                   checkpoint="runs/foundations.pt")
 
-A checkpoint is written after every epoch (atomically: a half-written file never replaces a good one) with the
-model, optimiser, scheduler, history and all random-number states. Calling ``fit`` again with the same checkpoint
-path resumes after the last finished epoch, and on CPU ends with exactly the weights of an uninterrupted run
+A checkpoint is written after every epoch, or every ``checkpoint_every`` seconds (atomically: a half-written file
+never replaces a good one) with the model, optimiser, scheduler, history and all random-number states, and always
+after the last epoch. Calling ``fit`` again with the same checkpoint path resumes after the last saved epoch, and on CPU ends with exactly the weights of an uninterrupted run
 (tests/test_train.py kills a run and checks this).
 """
 

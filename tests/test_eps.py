@@ -321,3 +321,28 @@ def test_the_runner_trains_each_spec_on_its_split_with_its_batches(monkeypatch):
     spec = next(s for s in eps.grid(cfg, [2]) if s.table == eps.SUBCLUSTERS and s.options["noise"])
     assert eps.run_spec({"sub-clusters": "modes"}, "cpu")(spec) == "run"
     assert seen == [("modes", 4, 16, ("symmetric", 0.4), 2)]
+
+
+def test_table_2s_scores_add_nmi_plus_and_map_at_r_and_leave_out_the_raw_inputs_nmi_plus_when_too_wide():
+    """NMI+ clusters the same classes as NMI, with the paper's clusters per class; MAP@R ranks every neighbour; the
+    raw input beyond NMI_PLUS_RAW_DIMS dimensions has no NMI+ (issue #88: minutes of CPU for a row no claim reads)."""
+    from types import SimpleNamespace
+
+    from dml_tutorial import metrics
+
+    g = torch.Generator().manual_seed(0)
+    labels = np.repeat(np.arange(4), 5)
+    narrow = torch.nn.functional.normalize(torch.randn(20, 8, generator=g), dim=1)
+    wide = torch.nn.functional.normalize(torch.randn(20, eps.NMI_PLUS_RAW_DIMS + 1, generator=g), dim=1)
+
+    def run(z):
+        return SimpleNamespace(test_embeddings=z, metrics={"R@1": 0.5, "R@2": 0.6, "R@4": 0.7, "NMI": 0.1})
+
+    cfg = profiles.settings("eps", "smoke").replace(nmi_plus_factor=2)
+    rows = {"Trip. + SH": [run(narrow), run(narrow)], "raw input": [run(wide), run(wide)]}
+    table = eps.table2_scores(rows, labels, cfg, seeds=[0, 1])
+    assert list(table["Trip. + SH"]) == ["R@1", "R@2", "R@4", "NMI", "NMI+", "MAP@R"]
+    assert table["Trip. + SH"]["NMI+"] == [metrics.nmi(narrow, labels, n_clusters=8, seed=s) for s in (0, 1)]
+    assert table["Trip. + SH"]["MAP@R"] == [metrics.map_at_r(narrow, labels)] * 2
+    assert "NMI+" not in table["raw input"] and table["raw input"]["R@1"] == [0.5, 0.5]
+    assert "NMI+" in eps.table2_scores({"raw input": [run(narrow)]}, labels, cfg, seeds=[0])["raw input"]

@@ -323,6 +323,27 @@ def test_references_give_every_kind_every_column_and_seed(splits):
         torch.testing.assert_close(runs[1].train_embeddings, alone.train_embeddings)
 
 
+def test_references_are_kept_with_the_runs_in_a_cache_and_never_counted_as_trainings(splits, tmp_path,
+                                                                                     monkeypatch):
+    """Issue #88: the reference rows were measured again on every run of a chapter (CUB's raw input: minutes of
+    distances and clustering); with the grid's cache they are kept there, and a load is no training for the plan."""
+    from dml_tutorial import recorder
+
+    cfg = {"model": "mlp", "dim": 8, "dataset": "digits", "threads": 1}
+    first = experiment.references(splits, cfg, [0, 1], cache=tmp_path)
+    measured = []
+    real = experiment._measure  # what each measurement runs (the cache's key names reference_run itself)
+    monkeypatch.setattr(experiment, "_measure", lambda *a: measured.append(a[6]) or real(*a))
+    before = len(recorder.current().trainings)
+    again = experiment.references(splits, cfg, [0, 1], cache=tmp_path)
+    assert measured == [] and len(recorder.current().trainings) == before  # loaded, and not counted
+    for key, runs in first.items():
+        assert [r.metrics for r in again[key]] == [r.metrics for r in runs]
+        torch.testing.assert_close(again[key][1].test_embeddings, runs[1].test_embeddings)
+    experiment.references(splits, {**cfg, "dim": 16}, [0, 1], cache=tmp_path)  # other settings: measured anew
+    assert measured == [0, 0, 1]  # the raw input once (the pixels: no seed), the untrained network per seed
+
+
 def test_curves_use_a_fixed_subset_of_large_splits_and_all_of_small_ones():
     big = data.ArrayDataset(torch.zeros(7000, 2), np.arange(7000) % 5)
     first, again = experiment._curve_subset(big, seed=1), experiment._curve_subset(big, seed=1)
