@@ -24,6 +24,8 @@ import math
 from functools import partial
 
 import numpy as np
+import torch
+from scipy import stats
 
 from . import experiment, losses, search
 from . import noise as label_noise
@@ -257,4 +259,58 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
                                         keep_state=o.get("keep_state", False), init=init, evaluate=evaluate)
     if o.get("keep_state"):
         states.kept[(spec.table, spec.seed)] = out.state
+    return out
+
+
+# --- section 2: the identity behind the bounds, measured on real inputs ---------------------------------------------
+#: The columns of :func:`risk_identity`'s arrays.
+IDENTITY_COLUMNS = ("clean", "noisy", "predicted", "hinge clean", "hinge noisy")
+
+
+def risk_identity(images, labels, num_classes: int, rates=(0.2, 0.4, 0.6), maps: int = 24, dim: int = 16,
+                  seed: int = 0) -> dict:
+    """Eq. 11-17 on real inputs: ``maps`` linear maps theta ``[dim, pixels]`` of the centred ``images``, from a
+    random one (s = 0) to the class templates (s = 1: the classes' mean centred images), so a spread of clean risks
+    from useless to good; for each noise rate p one labelling drawn by
+    :func:`dml_tutorial.noise.corrupt_labels` (``seed``). Per map and rate: the unhinged pair risk (eq. 14,
+    :func:`~dml_tutorial.noise.auxiliary_pair_risk`) on the clean labels and on the noisy ones, its expectation
+    under the noise from the clean ones (eq. 17, :func:`~dml_tutorial.noise.expected_noisy_pair_risk`), and the
+    triplet loss as trained (unit embeddings, margin 0.2, random semi-hard negatives, a mean over positive pairs)
+    on the clean and the noisy labels. ``{p: array [maps, 5]}``, columns :data:`IDENTITY_COLUMNS`."""
+    x = torch.as_tensor(images).flatten(1).double()
+    x = x - x.mean(0)
+    y = np.asarray(labels)
+    templates = torch.zeros(dim, x.shape[1], dtype=x.dtype)
+    templates[:num_classes] = torch.stack([x[torch.as_tensor(y == c)].mean(0) for c in range(num_classes)])
+    g = torch.Generator().manual_seed(seed)
+    risks = {p: [] for p in rates}
+    for s in np.linspace(0, 1, maps):
+        random_map = torch.randn(dim, x.shape[1], generator=g, dtype=x.dtype)
+        theta = (1 - s) * random_map / random_map.norm() + s * templates / templates.norm()
+        z = x @ theta.T
+        unit = torch.nn.functional.normalize(z, dim=1).float()
+        for p, rows in risks.items():
+            noisy = label_noise.corrupt_labels(y, num_classes, p, seed=seed)
+            hinge = [losses.triplet_loss(unit, torch.as_tensor(t), margin=0.2, reduction="pairs",
+                                         generator=torch.Generator().manual_seed(seed)).item() for t in (y, noisy)]
+            rows.append((label_noise.auxiliary_pair_risk(z, y), label_noise.auxiliary_pair_risk(z, noisy, num_classes),
+                         label_noise.expected_noisy_pair_risk(z, y, p, num_classes), *hinge))
+    return {p: np.array(rows) for p, rows in risks.items()}
+
+
+def identity_lines(risks: dict, num_classes: int) -> list[str]:
+    """What :func:`risk_identity` shows, a line per noise rate: how far one noisy draw lies from eq. 17's
+    prediction, the slope of the noisy risk against the clean one beside eq. 24's multipliers of the negative and
+    positive pairs, and the rank correlation of noisy and clean risks, unhinged and with the hinge and mining (1:
+    the minimiser survives the noise)."""
+    out = []
+    for p, rows in risks.items():
+        clean, noisy, predicted, hinge_clean, hinge_noisy = rows.T
+        q_pos, q_neg = label_noise.pair_noise_rates(p, num_classes)
+        multipliers = (1 - q_pos - q_pos / num_classes, 1 - q_neg - q_neg * num_classes)  # eq. 24
+        rho = stats.spearmanr(clean, noisy).statistic, stats.spearmanr(hinge_clean, hinge_noisy).statistic
+        out.append(f"p = {p:g}: unhinged: noisy - predicted within {np.abs(noisy - predicted).max():.3f}, noisy vs "
+                   f"clean slope {np.polyfit(clean, noisy, 1)[0]:.2f} (eq. 24's multipliers: {multipliers[1]:.2f} "
+                   f"negative pairs, {multipliers[0]:.2f} positive), rank correlation {rho[0]:.2f}; with hinge and "
+                   f"mining: rank correlation {rho[1]:.2f}")
     return out

@@ -18,6 +18,7 @@ import torch
 
 from ._checks import check_embeddings
 from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
+from .noise import noise_multiplier
 from .tables import results_table, styled  # noqa: F401 (plots.results_table, as before)
 
 PALETTE = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
@@ -508,4 +509,37 @@ def robustness(curves: dict, metric: str = "R@1", title: str = "", ncols: int = 
     fig.supxlabel("symmetric label noise rate p", fontsize=10)
     fig.supylabel(f"{metric}: noisy / (1 - p) topline", fontsize=10)
     fig.suptitle(title, fontsize=11)
+    return fig
+
+
+def risk_identity(risks: dict, num_classes: int, ks=(6, 20, 100), skew: float = 3.0):
+    """Le & Odobez's section 2 in four panels, from :func:`dml_tutorial.guarantees.risk_identity` (``{p: array
+    [maps, 5]}``): the noisy unhinged risk against eq. 17's prediction (on the diagonal where the identity holds),
+    against the clean risk (a line whose slope falls with p), the triplet loss as trained, clean against noisy (no
+    longer a line), and Q(p) (eq. 22) for ``ks`` classes, balanced and under a mining ``skew``
+    (:func:`dml_tutorial.noise.noise_multiplier`). Returns the figure."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.4), constrained_layout=True)
+    for i, (p, rows) in enumerate(risks.items()):
+        clean, noisy, predicted, hinge_clean, hinge_noisy = rows.T
+        style = {"s": 12, "color": PALETTE[i], "label": f"p = {p:g}"}
+        axes[0, 0].scatter(predicted, noisy, **style)
+        axes[0, 1].scatter(clean, noisy, **style)
+        axes[1, 0].scatter(hinge_clean, hinge_noisy, **style)
+    lims = axes[0, 0].get_xlim()
+    axes[0, 0].plot(lims, lims, "k--", lw=0.8, label="noisy = predicted")
+    axes[0, 0].set(xlabel="eq. 17: expected noisy risk, from the clean labels", ylabel="noisy risk, one noise draw",
+                   title="Unhinged: the identity holds")
+    axes[0, 1].set(xlabel="clean risk", ylabel="noisy risk", title="Unhinged: a line whose slope falls with p")
+    axes[1, 0].set(xlabel="clean triplet loss (hinge, semi-hard)", ylabel="noisy triplet loss",
+                   title="With hinge and mining: no longer a line")
+    ps = np.linspace(0, 0.8, 81)
+    for i, k in enumerate(ks):
+        axes[1, 1].plot(ps, [noise_multiplier(float(p), k) for p in ps], color=PALETTE[i], label=f"K = {k}")
+        axes[1, 1].plot(ps, [noise_multiplier(float(p), k, [skew / k, 1 / (skew * k)]) for p in ps], "--",
+                        color=PALETTE[i], label=f"K = {k}, mining skew η = {skew:g}")
+    axes[1, 1].axhline(0, color="grey", lw=0.8)
+    axes[1, 1].set(xlabel="sample noise rate p", ylabel="Q (eq. 22)", ylim=(-1, 1),
+                   title="Q(p): the guarantee holds while Q ≥ 0")
+    for ax in axes.flat:
+        ax.legend(fontsize=7)
     return fig
