@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+import torch
 
 from dml_tutorial import experiment, guarantees, plan, profiles, train
 
@@ -146,3 +147,21 @@ def test_the_plan_counts_the_grid_and_the_searches_first_trials(monkeypatch):
     assert sum(t.runs * t.steps for t in p.trainings) == sum(
         s.settings.epochs * s.settings.batches_per_epoch for s in grid + trials)
     assert p.trainings[0].section == guarantees.BEST_SHOT  # what the notebook adds the walks to
+
+
+def test_the_risk_identity_at_no_noise_is_the_clean_risk_and_under_noise_keeps_the_clean_column():
+    """Section 2's measurement: at p = 0 no label flips, so the noisy risk, eq. 17's prediction and the clean risk
+    coincide for every map (and the hinged loss too); under noise the clean columns are the same as at p = 0."""
+    g = torch.Generator().manual_seed(0)
+    images, labels = torch.rand(30, 1, 4, 4, generator=g), np.repeat([0, 1, 2], 10)
+    risks = guarantees.risk_identity(images, labels, 3, rates=(0.0, 0.4), maps=5, dim=4, seed=1)
+    assert list(risks) == [0.0, 0.4] and all(r.shape == (5, len(guarantees.IDENTITY_COLUMNS)) for r in risks.values())
+    clean, noisy, predicted, hinge_clean, hinge_noisy = risks[0.0].T
+    np.testing.assert_allclose(noisy, clean)
+    np.testing.assert_allclose(predicted, clean)
+    np.testing.assert_allclose(hinge_noisy, hinge_clean)
+    np.testing.assert_allclose(risks[0.4][:, [0, 3]], risks[0.0][:, [0, 3]])
+    assert not np.allclose(risks[0.4][:, 1], clean)  # 40% of the labels flipped
+    first, _ = guarantees.identity_lines(risks, 3)
+    assert first.startswith("p = 0: unhinged: noisy - predicted within 0.000") and first.endswith(
+        "rank correlation 1.00; with hinge and mining: rank correlation 1.00")
