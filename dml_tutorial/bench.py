@@ -29,6 +29,7 @@ import pandas as pd
 
 from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, tables, train
 from .data import Splits
+from .labels import label_tex
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
 from .spec import RunSpec
@@ -539,3 +540,64 @@ def gated(table: dict, metric: str = "R@1", smallest_effect: float | None = None
     effect = claims.RETRIEVAL[0] / 100 if smallest_effect is None else smallest_effect
     level = evidence.adjusted_confidence(max(1, len(names)), confidence)
     return {n: evidence.gate(table[n][metric], refs, effect, level) for n in names}
+
+
+# --- what the bench says, in sentences (the chapter's section 6) ----------------------------------------------------
+def said(where: str, table: dict, robust: dict) -> str:
+    """What a recorded bench run says, as one list item of the chapter: ``table`` (``{row: {"MAP@R", "R@1", ...:
+    per-seed values}}``, the methods and the reference rows) and ``robust`` (``{method: {"p = <rate>": per-seed
+    ratios}}``, :func:`robustness`'s). The methods sharing rank 1 by MAP@R (:func:`ranking`), the best and worst
+    means, each method against :func:`baseline` and each term against its own loss (:func:`versus`,
+    :func:`term_gains`), how many pass the gate on R@1 (:func:`gated`), and among those the most and least robust
+    at the largest noise rate, with how many lie above their topline with their whole interval."""
+    frame = ranking({n: table[n]["MAP@R"] for n in table if n in METHODS})
+    top = list(frame.index[frame["rank"] == 1])
+    maps = {n: table[n]["MAP@R"] for n in frame.index}
+    base = baseline(maps)
+    gains, terms = versus(maps, base)[""], term_gains(maps)[""]
+    gate = gated(table)  # R@1 against every reference row, 2 points
+    helps = [n for n, (passes, _) in gate.items() if passes]
+    text = [(f"- **{where}**: {len(top)} of {len(frame)} methods share rank 1 by MAP@R "
+             f"({'; '.join(label_tex(n) for n in top)}); the best mean is {frame['mean'].iloc[0]:.1f}% "
+             f"({label_tex(frame.index[0])}), the worst {frame['mean'].iloc[-1]:.1f}%. Paired by seed against "
+             f"{label_tex(base)}, {(gains == 'better').sum()} method(s) are better, "
+             f"{(gains == 'worse').sum()} worse and {(gains == 'tied').sum()} tied.")]
+    if len(terms):
+        count = terms.value_counts()
+        text.append(f"Terms against their own loss: {count.get('better', 0)} better, {count.get('worse', 0)} worse, "
+                    f"{count.get('tied', 0)} tied.")
+    text.append(f"{len(helps)} of {len(gate)} pass the gate on R@1.")
+    worst = max(float(c.split("= ")[1]) for c in next(iter(robust.values())))
+    held = ranking({n: robust[n][f"p = {worst:g}"] for n in robust if n in helps})
+    if held.empty:
+        return " ".join(text)
+    above = int((held["low"] > 100).sum())
+    text.append(f"Of those, under noise p = {worst:g}, the most robust is {label_tex(held.index[0])} "
+                f"({held['mean'].iloc[0]:.1f}% of its topline's Recall@1), the least {label_tex(held.index[-1])} "
+                f"({held['mean'].iloc[-1]:.1f}%); {int((held['rank'] == 1).sum())} method(s) share the first rank, "
+                f"and {above} lie above 100% with their whole interval")
+    text.append("(for those, all the images with their noisy labels beat the clean 1 - p fraction: at this scale "
+                "more images help more than the wrong labels hurt, and the topline is no upper bound)." if above
+                else "(the topline bounds them).")
+    return " ".join(text)
+
+
+def first_look(where: str, table: dict) -> str:
+    """A recorded bench run with fewer seeds than a rank needs (:data:`dml_tutorial.evidence.MIN_SEEDS`), as one
+    list item: the leading and trailing methods by mean MAP@R and the reference rows' means, no ranks."""
+    means = {n: 100 * np.mean(table[n]["MAP@R"]) for n in table if n in METHODS}
+    best, worst = max(means, key=means.get), min(means, key=means.get)
+    refs = [f"{r} {100 * np.mean(table[r]['MAP@R']):.1f}%" for r in table if r not in means]
+    return (f"- **{where}**: fewer seeds than the {evidence.MIN_SEEDS} a rank needs, so no ranks yet. By mean MAP@R "
+            f"{label_tex(best)} leads ({means[best]:.1f}%) and {label_tex(worst)} trails ({means[worst]:.1f}%); "
+            + "; ".join(refs) + ".")
+
+
+def climbing(runs: list[dict]) -> str:
+    """How many of the lengths the run files ``runs`` chose (seeds x methods) the budget set, not the curve
+    (:func:`still_climbing`), as a sentence; ``""`` where none chose a length."""
+    capped_, chosen = still_climbing(runs)
+    if not chosen:
+        return ""
+    return (f" In {capped_} of the {chosen} lengths chosen (seeds x methods) the best validation checkpoint was the "
+            "last one tried: still climbing at the budget's end.")

@@ -651,3 +651,35 @@ def test_the_benchs_runner_calls_run_with_the_specs_options(monkeypatch):
     (spec,) = bench.trial_specs(trials, cfg, [4])
     assert bench.run_spec({"validation": "val"}, "cpu")(spec) == "run"
     assert seen == [("val", "SME", {"seed": 4, "device": "cpu", "value": 0.1, "lr": None, "measures": ("MAP@R",)})]
+
+
+def test_what_the_bench_says_names_the_leader_the_gate_and_the_robustness_as_the_tables_make_them():
+    """bench.said, the chapter's sentences: on ten seeds, MS at 80% clearly above the random semi-hard triplet (60%)
+    and Margin (40%, below the raw input's 50%: it fails the gate); under noise MS keeps 120% of its topline on every
+    seed (above 100% with its whole interval), the triplet 90%."""
+    rng = np.random.default_rng(0)
+
+    def ten(mean):  # ten seeds around ``mean``, exactly: a spread that sums to zero
+        spread = rng.permutation(np.linspace(-0.01, 0.01, 10))
+        return list(mean + spread - spread.mean())
+
+    table = {"MS": {"MAP@R": ten(0.8), "R@1": ten(0.8)}, "Triplet, random semi-hard": {"MAP@R": ten(0.6),
+             "R@1": ten(0.6)}, "Margin": {"MAP@R": ten(0.4), "R@1": ten(0.4)},
+             "raw input": {"MAP@R": ten(0.5), "R@1": ten(0.5)}, "untrained network": {"MAP@R": ten(0.3),
+                                                                                      "R@1": ten(0.3)}}
+    robust = {"MS": {"p = 0.2": ten(1.1), "p = 0.4": ten(1.2)},
+              "Triplet, random semi-hard": {"p = 0.2": ten(0.95), "p = 0.4": ten(0.9)},
+              "Margin": {"p = 0.2": ten(0.5), "p = 0.4": ten(0.4)}}
+    text = bench.said("here", table, robust)
+    assert text.startswith("- **here**: 1 of 3 methods share rank 1 by MAP@R (MS); the best mean is 80.0% (MS), "
+                           "the worst 40.0%. Paired by seed against Triplet, random semi-hard, 1 method(s) are "
+                           "better, 1 worse and 0 tied.")
+    assert "2 of 3 pass the gate on R@1." in text  # Margin lies below the raw input
+    assert "under noise p = 0.4, the most robust is MS (120.0% of its topline's Recall@1), the least Triplet, " \
+           "random semi-hard (90.0%)" in text and "1 lie above 100% with their whole interval (for those" in text
+    assert "Margin" not in text.split("pass the gate")[1]  # robustness only for the rows that pass
+    few = {n: {"MAP@R": [np.mean(row["MAP@R"])] * 3} for n, row in table.items()}
+    assert bench.first_look("there", few) == (
+        f"- **there**: fewer seeds than the {evidence.MIN_SEEDS} a rank needs, so no ranks yet. By mean MAP@R MS "
+        "leads (80.0%) and Margin trails (40.0%); raw input 50.0%; untrained network 30.0%.")
+    assert bench.climbing([]) == ""
