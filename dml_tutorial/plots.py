@@ -16,6 +16,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 
+from . import sampling
 from ._checks import check_embeddings
 from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
 from .noise import noise_multiplier
@@ -542,4 +543,38 @@ def risk_identity(risks: dict, num_classes: int, ks=(6, 20, 100), skew: float = 
                    title="Q(p): the guarantee holds while Q ≥ 0")
     for ax in axes.flat:
         ax.legend(fontsize=7)
+    return fig
+
+
+def sampling_strategies(xy, labels, anchor: int, positive: int, margin: float, draws: int = 1000, seed: int = 0):
+    """Every strategy of :mod:`dml_tutorial.sampling` for one anchor (star) and positive (diamond) of the 2-D
+    points ``xy``, one :func:`sampling_panel` each: the positives first (which class mates each uses, over
+    ``draws`` draws for ``"random"``; ``"easy"`` shows the nearest as its positive), then the negatives (how often
+    each is picked over ``draws`` draws, :func:`dml_tutorial.sampling.negative_frequencies`, with the semi-hard
+    band of ``margin``), each panel titled by how many it uses. Returns the figure."""
+    xy, labels = np.asarray(xy), np.asarray(labels)
+    dist, y = torch.cdist(torch.tensor(xy), torch.tensor(xy)), torch.tensor(labels)
+    g = torch.Generator().manual_seed(seed)
+    fig, axes = plt.subplots(4, 3, figsize=(10, 13))
+    for ax, positives in zip(axes.flat[:3], sampling.POSITIVES):
+        chosen = np.zeros(len(labels))
+        for _ in range(draws if positives == "random" else 1):  # as often as the negatives
+            a, p = sampling.positive_pairs(dist, y, positives, generator=g)
+            chosen[p[a == anchor].numpy()] += 1
+        shown = int(chosen.argmax()) if positives == "easy" else positive
+        used = int((chosen > 0).sum())
+        detail = {"all": f"all {used} at once", "easy": "the nearest"}.get(positives, f"one per draw, {used} in all")
+        sampling_panel(ax, xy, labels, anchor, shown, chosen, title=f'positives="{positives}"\n{detail}')
+    for ax, negatives in zip(axes.flat[3:], sampling.NEGATIVES):
+        freq = sampling.negative_frequencies(xy, labels, anchor, positive, negatives, draws=draws, margin=margin,
+                                             seed=seed)
+        picked = int((freq > 0).sum())
+        detail = f"all {picked} at once" if negatives == "all" else f"one per draw, {picked} in all"
+        sampling_panel(ax, xy, labels, anchor, positive, freq, margin=margin,
+                       title=f'negatives="{negatives}"\n{detail}')
+    for ax in axes.flat[3 + len(sampling.NEGATIVES):]:
+        ax.axis("off")
+    fig.suptitle("Which samples each strategy uses for one anchor (star) and its positive (diamond); rings: "
+                 f"picked, area = frequency over {draws:,} draws", y=1.0)
+    fig.tight_layout()
     return fig

@@ -276,3 +276,19 @@ def test_embedding_rows_of_one_figure_share_one_legend_in_two_columns_beyond_ten
     fig = plots.embedding_plots(z[:50], y[:50] % 5, "few", methods=("t-SNE",))
     assert fig.axes[0].get_legend()._ncols == 1
     plt.close(fig)
+
+
+def test_the_sampling_figure_draws_every_strategy_and_says_how_many_each_uses():
+    """Two classes of four points on a line: the anchor's class mates are 1, 2, 3, the nearest 1; the negatives
+    4-7. "all" uses all three positives at once and all four negatives; "hard" always the nearest negative."""
+    from dml_tutorial import sampling
+
+    xy = np.array([[0.0, 0], [0.1, 0], [0.3, 0], [0.6, 0], [1.0, 0], [1.2, 0], [1.4, 0], [1.6, 0]])
+    labels = np.array([0, 0, 0, 0, 1, 1, 1, 1])
+    fig = plots.sampling_strategies(xy, labels, anchor=0, positive=2, margin=0.5, draws=50, seed=0)
+    titles = [ax.get_title() for ax in fig.axes if ax.get_title()]
+    assert len(titles) == len(sampling.POSITIVES) + len(sampling.NEGATIVES)
+    assert titles[:3] == ['positives="all"\nall 3 at once', 'positives="random"\none per draw, 3 in all',
+                          'positives="easy"\nthe nearest']
+    assert 'negatives="all"\nall 4 at once' in titles and 'negatives="hard"\none per draw, 1 in all' in titles
+    plt.close(fig)
