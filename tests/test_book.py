@@ -341,12 +341,16 @@ def test_the_math_check_catches_tex_errors_and_a_stray_dollar(browser, site):
 
 SCREENSHOTS = Path(os.environ.get("BOOK_SCREENSHOTS", ROOT / "_build" / "screenshots"))
 WIDTHS = {"desktop": 1400, "phone": 390}
+#: The tallest JPEG a screenshot can be (the format's 65,535 px; the API page at 390 px is taller and came out as an
+#: empty file): a taller page is shot down to this height.
+JPEG_MAX = 65_000
 
 
 @pytest.mark.parametrize("device", sorted(WIDTHS))
 def test_no_page_overflows_the_window_and_screenshots_are_written(browser, site, visited, device):
     """At a desktop and a phone width no page is wider than the window (wide tables and code scroll inside their
-    own boxes); a full-page screenshot of each page goes to _build/screenshots/<device>/ for review. At the desktop
+    own boxes); a full-page screenshot of each page (its first JPEG_MAX px where it is taller) goes to
+    _build/screenshots/<device>/ for review, never an empty file. At the desktop
     width these are the pages every test reads (``visited``, loaded at 1,400 px), not loaded again."""
     width = WIDTHS[device]
     (SCREENSHOTS / device).mkdir(parents=True, exist_ok=True)
@@ -360,8 +364,11 @@ def test_no_page_overflows_the_window_and_screenshots_are_written(browser, site,
             for (let p = e.parentElement; p; p = p.parentElement) {  // inside a box that scrolls: fine
                 if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false; }
             return true; }).slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)""")
-        page.screenshot(path=str(SCREENSHOTS / device / f"{file.replace('/', '_')}.jpg"), full_page=True, type="jpeg",
-                        quality=50)
+        shot = SCREENSHOTS / device / f"{file.replace('/', '_')}.jpg"
+        height = page.evaluate("document.documentElement.scrollHeight")
+        clip = {"x": 0, "y": 0, "width": width, "height": JPEG_MAX} if height > JPEG_MAX else None
+        page.screenshot(path=str(shot), full_page=True, type="jpeg", quality=50, clip=clip)
+        assert shot.stat().st_size > 0, f"{file} at {width} px: an empty screenshot ({height} px tall)"
         if page is not visited[file][0]:
             page.close()
         assert sizes[0] <= sizes[1], f"{file} at {width} px: the page is {sizes[0]} px wide ({wide})"
