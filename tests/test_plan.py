@@ -59,12 +59,13 @@ def test_runs_loaded_from_a_grids_cache_are_recorded_as_cached(tmp_path):
     assert [r["cached"] for r in train.TRAININGS[before:]] == [True, True]
 
 
-def _plan(runs):
+def _plan(runs, made=0.0):
     return plan.Plan("dcdl", "smoke", "CPU", [], [plan.Trainings("Table 1", runs, 10, 4, "mlp", (2,))],
-                     {("mlp", 4, (2,), None, None): 0.5}, start=len(train.TRAININGS))
+                     {("mlp", 4, (2,), None, None): 0.5}, start=len(train.TRAININGS), made=made)
 
 
-def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
+def test_check_fails_when_the_chapter_ran_other_trainings_than_planned(monkeypatch):
+    monkeypatch.setattr(plan.time, "perf_counter", lambda: 25.0)  # the chapter took 25 s since its plan
     p = _plan(runs=2)
     assert p.estimate() == 2 * 10 * 0.5
     train.record_training("one", 10, 3.0)
@@ -72,7 +73,12 @@ def test_check_fails_when_the_chapter_ran_other_trainings_than_planned():
                                              r"the chapter's declared grid \(dml_tutorial.plan.GRIDS\['dcdl'\]\)"):
         p.check()
     train.record_training("two", 0, 0.0, cached=True)
-    assert p.check() == "2 trainings as planned (1 loaded from the cache): 3 s of training, estimated 10 s"
+    assert p.check() == ("2 trainings as planned (1 loaded from the cache): 3 s of training, estimated 10 s; the "
+                         "chapter since its plan: 25 s, estimated 10 s in all (its evaluations of in-memory data "
+                         "are not estimated)")
+    p.reading = plan.Reading(decoded=300, jpeg=0, evaluated=1000, jpeg_per_second=100.0, forward_seconds=0.01,
+                             measured=True)  # 3 s decoding both splits, 10 s embedding: 13 s beyond the training
+    assert p.whole() == 10 + 13 and p.check().endswith("25 s, estimated 23 s in all")
     train.record_training("three", 10, 3.0)
     with pytest.raises(AssertionError, match="counts 2 trainings, the notebook ran 3"):
         p.check()
