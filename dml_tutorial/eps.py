@@ -94,6 +94,21 @@ def superclass_batches(cfg) -> list[tuple[int, int]]:
     return [(k, images // k) for k in cfg.superclass_positives]
 
 
+def table3_scores(rows: dict, letters) -> dict:
+    """Table 3's recorded numbers, ``{row: {"R@1", "R@2", "R@4", "R@8", "R@1 (superclass)": [one per seed]}}``, from
+    each row's runs on the superclasses (``{row: [Run]}``, the reference rows included): Recall@K of the unseen
+    superclasses' images by their ``letters`` (the test split's ``extras["letters"]``), and the runs' own R@1 by
+    superclass (the paper's alphabets)."""
+    out = {}
+    for row, runs in rows.items():
+        for r in runs:
+            scores = {f"R@{k}": v for k, v in metrics.recall_at_k(r.test_embeddings, letters, (1, 2, 4, 8)).items()}
+            scores["R@1 (superclass)"] = r.metrics["R@1"]
+            for key, value in scores.items():
+                out.setdefault(row, {}).setdefault(key, []).append(value)
+    return out
+
+
 def letters_by_positives(cfg, table3: dict, runs: dict, letters) -> dict:
     """The recorded table of the letters at each k (:data:`LETTERS_POSITIVES`): ``{row: {"<k> per superclass":
     [letter R@1 per seed]}}`` for Dist-Margin with EPS and without, each run's unseen superclasses scored by letter

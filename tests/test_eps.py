@@ -346,3 +346,16 @@ def test_table_2s_scores_add_nmi_plus_and_map_at_r_and_leave_out_the_raw_inputs_
     assert table["Trip. + SH"]["MAP@R"] == [metrics.map_at_r(narrow, labels)] * 2
     assert "NMI+" not in table["raw input"] and table["raw input"]["R@1"] == [0.5, 0.5]
     assert "NMI+" in eps.table2_scores({"raw input": [run(narrow)]}, labels, cfg, seeds=[0])["raw input"]
+
+
+def test_table_3s_scores_read_each_run_by_letter_and_keep_its_superclass_r_at_1():
+    from types import SimpleNamespace
+
+    letters = torch.tensor([0, 0, 1, 1])
+    apart = torch.tensor([[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [1.0, 0.1]])  # each letter's nearest: its own
+    mixed = torch.tensor([[0.0, 1.0], [1.0, 0.0], [0.1, 1.0], [1.0, 0.1]])  # each letter's nearest: the other
+    rows = {"EPS + MS": [SimpleNamespace(test_embeddings=apart, metrics={"R@1": 0.9}),
+                         SimpleNamespace(test_embeddings=mixed, metrics={"R@1": 0.8})]}
+    table = eps.table3_scores(rows, letters)["EPS + MS"]
+    assert table["R@1"] == [1.0, 0.0] and table["R@2"] == [1.0, 1.0] and table["R@1 (superclass)"] == [0.9, 0.8]
+    assert list(table) == ["R@1", "R@2", "R@4", "R@8", "R@1 (superclass)"]
