@@ -357,5 +357,6 @@ def test_table_3s_scores_read_each_run_by_letter_and_keep_its_superclass_r_at_1(
     rows = {"EPS + MS": [SimpleNamespace(test_embeddings=apart, metrics={"R@1": 0.9}),
                          SimpleNamespace(test_embeddings=mixed, metrics={"R@1": 0.8})]}
     table = eps.table3_scores(rows, letters)["EPS + MS"]
-    assert table["R@1"] == [1.0, 0.0] and table["R@2"] == [1.0, 1.0] and table["R@1 (superclass)"] == [0.9, 0.8]
+    # mixed, R@2: images 0 and 1 find two of the other letter first; 2 and 3 find each other second (1.27 < 1.35)
+    assert table["R@1"] == [1.0, 0.0] and table["R@2"] == [1.0, 0.5] and table["R@1 (superclass)"] == [0.9, 0.8]
     assert list(table) == ["R@1", "R@2", "R@4", "R@8", "R@1 (superclass)"]
