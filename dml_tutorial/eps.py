@@ -94,6 +94,25 @@ def superclass_batches(cfg) -> list[tuple[int, int]]:
     return [(k, images // k) for k in cfg.superclass_positives]
 
 
+def table1_scores(rows: dict, parity, device=None) -> dict:
+    """Table 1's recorded numbers, ``{row: {"train R@1", "train R@5", "train R@10", "test R@1", ...: [one per
+    seed]}}``, from each row's runs on the even/odd splits ``parity`` (:func:`even_odd`; ``{row: [Run]}``, the
+    reference rows included, each with its training embeddings): Recall@K by **digit** on the training digits
+    (their ``extras["clean"]``) and on the unseen ones, the neighbours on ``device``. A run that stands for several
+    seeds (the raw input's) is scored once."""
+    scored, out = {}, {}
+    for row, runs in rows.items():
+        for r in runs:
+            if id(r) not in scored:
+                seen = metrics.recall_at_k(r.train_embeddings, parity.train.extras["clean"], (1, 5, 10), device=device)
+                unseen = metrics.recall_at_k(r.test_embeddings, parity.test.labels, (1, 5, 10), device=device)
+                scored[id(r)] = {**{f"train R@{k}": v for k, v in seen.items()},
+                                 **{f"test R@{k}": v for k, v in unseen.items()}}
+            for key, value in scored[id(r)].items():
+                out.setdefault(row, {}).setdefault(key, []).append(value)
+    return out
+
+
 def table3_scores(rows: dict, letters) -> dict:
     """Table 3's recorded numbers, ``{row: {"R@1", "R@2", "R@4", "R@8", "R@1 (superclass)": [one per seed]}}``, from
     each row's runs on the superclasses (``{row: [Run]}``, the reference rows included): Recall@K of the unseen

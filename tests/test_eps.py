@@ -360,3 +360,24 @@ def test_table_3s_scores_read_each_run_by_letter_and_keep_its_superclass_r_at_1(
     # mixed, R@2: images 0 and 1 find two of the other letter first; 2 and 3 find each other second (1.27 < 1.35)
     assert table["R@1"] == [1.0, 0.0] and table["R@2"] == [1.0, 0.5] and table["R@1 (superclass)"] == [0.9, 0.8]
     assert list(table) == ["R@1", "R@2", "R@4", "R@8", "R@1 (superclass)"]
+
+
+def test_table_1s_scores_read_both_splits_by_digit_and_score_a_shared_run_once(monkeypatch):
+    """Even/odd: the training split's labels are the parity, its digits in extras["clean"]; Recall@K reads the
+    digits on both splits; the raw input's one run, repeated for every seed, is measured once."""
+    from types import SimpleNamespace
+
+    from dml_tutorial import metrics
+
+    digits, parity_labels = torch.tensor([0, 2, 0, 2]), torch.tensor([0, 0, 0, 0])  # all even
+    together = torch.tensor([[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [1.0, 0.1]])  # 0 beside 1, 2 beside 3
+    splits = SimpleNamespace(train=SimpleNamespace(labels=parity_labels, extras={"clean": digits}),
+                             test=SimpleNamespace(labels=torch.tensor([6, 6, 7, 7])))
+    raw = SimpleNamespace(train_embeddings=together, test_embeddings=together)
+    calls = []
+    real = metrics.recall_at_k
+    monkeypatch.setattr(metrics, "recall_at_k", lambda *a, **kw: calls.append(1) or real(*a, **kw))
+    table = eps.table1_scores({"raw input": [raw, raw, raw]}, splits)["raw input"]
+    # each training image's nearest is of its parity but another digit: 0 by digit (it would be 1 by parity)
+    assert table["train R@1"] == [0.0] * 3 and table["test R@1"] == [1.0] * 3 and len(calls) == 2
+    assert list(table) == ["train R@1", "train R@5", "train R@10", "test R@1", "test R@5", "test R@10"]
