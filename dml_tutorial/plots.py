@@ -578,3 +578,21 @@ def sampling_strategies(xy, labels, anchor: int, positive: int, margin: float, d
                  f"picked, area = frequency over {draws:,} draws", y=1.0)
     fig.tight_layout()
     return fig
+
+
+def seen_unseen(panels: dict, keys=("seen R@1", "unseen R@1"), ylabel: str = "Recall@1", title: str = ""):
+    """ECAML's Fig. 2 in small multiples: ``panels`` is ``{panel title: {row: [Run per seed]}}``; each row's mean
+    curve over its seeds of each of ``keys`` in its history (the seen classes dashed, the unseen solid), one colour
+    a row. Returns the figure."""
+    fig, axes = plt.subplots(1, len(panels), figsize=(min(10, 4.2 * len(panels)), 3.6), constrained_layout=True,
+                             squeeze=False)
+    for ax, (name, rows) in zip(axes[0], panels.items()):
+        for color, (row, runs) in enumerate(rows.items()):
+            for key, style in zip(keys, ("--", "-")):
+                curve = np.mean([r.history[key] for r in runs], axis=0)
+                ax.plot(np.arange(1, len(curve) + 1), curve, style, color=PALETTE[color],
+                        label=f"{row}, {key.split()[0]}")
+        ax.set(xlabel="epoch", ylabel=ylabel, title=name)
+        ax.legend(fontsize=7)
+    fig.suptitle(title)
+    return fig

@@ -292,3 +292,18 @@ def test_the_sampling_figure_draws_every_strategy_and_says_how_many_each_uses():
                           'positives="easy"\nthe nearest']
     assert 'negatives="all"\nall 4 at once' in titles and 'negatives="hard"\none per draw, 1 in all' in titles
     plt.close(fig)
+
+
+def test_the_seen_and_unseen_curves_draw_each_rows_mean_over_seeds_dashed_and_solid():
+    from types import SimpleNamespace
+
+    def run(seen, unseen):
+        return SimpleNamespace(history={"seen R@1": seen, "unseen R@1": unseen})
+
+    panels = {"Triplet": {"Triplet": [run([0.5, 0.9], [0.4, 0.3]), run([0.7, 1.0], [0.6, 0.5])],
+                          "ECAML(Tri)": [run([0.5, 0.8], [0.4, 0.45])]}}
+    fig = plots.seen_unseen(panels, title="t")
+    lines = {line.get_label(): (line.get_linestyle(), list(line.get_ydata())) for line in fig.axes[0].lines}
+    assert lines["Triplet, seen"] == ("--", [0.6, 0.95]) and lines["Triplet, unseen"] == ("-", [0.5, 0.4])
+    assert lines["ECAML(Tri), unseen"] == ("-", [0.4, 0.45]) and fig.axes[0].get_title() == "Triplet"
+    plt.close(fig)
