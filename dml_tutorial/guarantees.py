@@ -262,6 +262,32 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     return out
 
 
+# --- section 3's tables, from the grid's runs ------------------------------------------------------------------------
+def main_table(results: dict, refs: dict, rates, kinds) -> dict:
+    """The chapter's main table (:data:`dml_tutorial.tables.NOISE_MAIN`), ``{row: {"p = <rate>": [one per seed]}}``,
+    from the runs of :data:`NOISE_RATES` (``results``, ``{(row, rate): [Run]}``) and the reference rows ``refs``
+    (``{(kind, ""): [Run]}`` of ``kinds``): each arm's R@1 at every rate, each arm's (1 - p) clean topline at every
+    rate but 0 (section 6.1), the reference rows (no training label enters them: one value for every p), then each
+    arm's NMI at every rate (rows ``"<arm> NMI"``)."""
+    names, noisy = list(arms()), [r for r in rates if r]
+    table = {name: {f"p = {r:g}": [x.metrics["R@1"] for x in results[(name, r)]] for r in rates} for name in names}
+    table |= {f"{name} (topline)": {f"p = {r:g}": [x.metrics["R@1"] for x in results[(f"{name} (topline)", r)]]
+                                    for r in noisy} for name in names}
+    table |= {kind: {f"p = {r:g}": [x.metrics["R@1"] for x in refs[(kind, "")]] for r in rates} for kind in kinds}
+    return table | {f"{name} NMI": {f"p = {r:g}": [x.metrics["NMI"] for x in results[(name, r)]] for r in rates}
+                    for name in names}
+
+
+def topline_ratios(results: dict, rates) -> dict:
+    """The paper's Fig. 1d as a table: each arm's R@1 under noise over its topline's, paired by seed, at every
+    rate but 0, ``{arm: {"p = <rate>": [ratio per seed]}}`` (:func:`dml_tutorial.bench.robustness`'s ratios)."""
+    def ratios(noisy, topline):
+        return [n.metrics["R@1"] / t.metrics["R@1"] for n, t in zip(noisy, topline, strict=True)]
+
+    return {name: {f"p = {r:g}": ratios(results[(name, r)], results[(f"{name} (topline)", r)]) for r in rates if r}
+            for name in arms()}
+
+
 # --- section 2: the identity behind the bounds, measured on real inputs ---------------------------------------------
 #: The columns of :func:`risk_identity`'s arrays.
 IDENTITY_COLUMNS = ("clean", "noisy", "predicted", "hinge clean", "hinge noisy")

@@ -596,3 +596,29 @@ def seen_unseen(panels: dict, keys=("seen R@1", "unseen R@1"), ylabel: str = "Re
         ax.legend(fontsize=7)
     fig.suptitle(title)
     return fig
+
+
+def noise_curves(results: dict, names, rates, title: str = ""):
+    """Le & Odobez's Fig. 1 in small: for each arm of ``names``, unseen R@1 (mean and std over seeds) against the
+    noise rate, trained on noisy labels and on the (1 - p) clean samples (its topline), one panel an arm; the last
+    panel each arm's R@1 over its topline's (Fig. 1d). ``results``: ``{(row, rate): [Run]}``, rows ``"<arm>"`` and
+    ``"<arm> (topline)"`` (the topline at p = 0 is the arm itself). Returns the figure."""
+    fig, axes = plt.subplots(2, 2, figsize=(10, 7.4), constrained_layout=True)
+    axes, noisy = axes.ravel(), [r for r in rates if r]
+    for i, name in enumerate(names):
+        for style, row in (("-o", name), ("--s", f"{name} (topline)")):
+            xs = [r for r in rates if (row, r) in results or r == 0]
+            values = [[x.metrics["R@1"] for x in results[(row if (row, r) in results else name, r)]] for r in xs]
+            axes[i].errorbar(xs, [np.mean(v) for v in values], yerr=[np.std(v, ddof=1) for v in values], fmt=style,
+                             color=PALETTE[i], capsize=3,
+                             label="noisy labels" if row == name else "topline: 1 - p clean samples")
+        axes[i].set(xlabel="noise rate p", ylabel="unseen-class Recall@1", title=name)
+        axes[i].legend(fontsize=8)
+        ratio = [np.mean([n.metrics["R@1"] / t.metrics["R@1"]
+                          for n, t in zip(results[(name, r)], results[(f"{name} (topline)", r)])]) for r in noisy]
+        axes[3].plot(noisy, ratio, "-o", color=PALETTE[i], label=name)
+    axes[3].axhline(1.0, color="grey", lw=0.8)
+    axes[3].set(xlabel="noise rate p", ylabel="Recall@1 noisy / topline", title="ratio to the topline (paper's Fig. 1d)")
+    axes[3].legend(fontsize=8)
+    fig.suptitle(title)
+    return fig

@@ -165,3 +165,41 @@ def test_the_risk_identity_at_no_noise_is_the_clean_risk_and_under_noise_keeps_t
     first, _ = guarantees.identity_lines(risks, 3)
     assert first.startswith("p = 0: unhinged: noisy - predicted within 0.000") and first.endswith(
         "rank correlation 1.00; with hinge and mining: rank correlation 1.00")
+
+
+def _noise_results(rates=(0.0, 0.4)):
+    """Each arm at R@1 0.375 under noise and 0.5 as its topline (NMI 0.5), two seeds: 3/4 of the topline."""
+    def runs(r1):
+        return [SimpleNamespace(metrics={"R@1": r1, "NMI": 0.5})] * 2
+
+    out = {}
+    for name in guarantees.arms():
+        out |= {(name, r): runs(0.75 if r == 0 else 0.375) for r in rates}  # exact in binary
+        out |= {(f"{name} (topline)", r): runs(0.5) for r in rates if r}
+    return out
+
+
+def test_the_main_table_holds_each_arm_its_topline_the_references_and_the_nmi_rows():
+    results = _noise_results()
+    refs = {("raw input", ""): [SimpleNamespace(metrics={"R@1": 0.3})] * 2}
+    table = guarantees.main_table(results, refs, (0.0, 0.4), ["raw input"])
+    names = list(guarantees.arms())
+    assert list(table) == names + [f"{n} (topline)" for n in names] + ["raw input"] + [f"{n} NMI" for n in names]
+    assert table[names[0]] == {"p = 0": [0.75, 0.75], "p = 0.4": [0.375, 0.375]}
+    assert table[f"{names[0]} (topline)"] == {"p = 0.4": [0.5, 0.5]}  # no topline at p = 0: the arm itself
+    assert table["raw input"] == {"p = 0": [0.3, 0.3], "p = 0.4": [0.3, 0.3]}
+    assert table[f"{names[2]} NMI"] == {"p = 0": [0.5, 0.5], "p = 0.4": [0.5, 0.5]}
+    assert guarantees.topline_ratios(results, (0.0, 0.4)) == {n: {"p = 0.4": [0.75, 0.75]} for n in names}
+
+
+def test_the_noise_curves_draw_each_arm_against_its_topline_and_the_ratio():
+    import matplotlib.pyplot as plt
+
+    from dml_tutorial import plots
+
+    results = _noise_results()
+    fig = plots.noise_curves(results, list(guarantees.arms()), (0.0, 0.4), title="t")
+    ratio = {line.get_label(): list(line.get_ydata()) for line in fig.axes[3].lines if line.get_label()[0] != "_"}
+    assert ratio == {n: [0.75] for n in guarantees.arms()}
+    assert [ax.get_title() for ax in fig.axes[:3]] == list(guarantees.arms())
+    plt.close(fig)
