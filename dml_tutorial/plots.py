@@ -16,7 +16,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from . import sampling
+from . import discrepancy, sampling
 from ._checks import check_embeddings
 from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
 from .noise import noise_multiplier
@@ -622,3 +622,25 @@ def noise_curves(results: dict, names, rates, title: str = ""):
     axes[3].legend(fontsize=8)
     fig.suptitle(title)
     return fig
+
+
+def sinkhorn_convergence(u, v, solvers: dict, epsilon: float = 2.5e-3, updates=range(0, 121, 4), title: str = ""):
+    """How fast each Sinkhorn solver of ``solvers`` (``{name: options of sinkhorn_divergence}``, e.g. plain
+    Sinkhorn ``{"scaling": 1e-9, "omega": 1.0}``) reaches S_eps(u, v) at ``epsilon``: its relative error against a
+    converged value after each number of ``updates`` at ``epsilon``, counted after its epsilon-scaling steps
+    (:func:`dml_tutorial.discrepancy.epsilon_schedule`). Returns ``(figure, converged value)``."""
+    reference = discrepancy.sinkhorn_divergence(u, v, epsilon, max_iter=100_000, tol=1e-9).item()
+    diameter = discrepancy.pairwise_distances(torch.cat([u, v])).max().item()
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
+    iters = np.asarray(list(updates))
+    for i, (name, options) in enumerate(solvers.items()):
+        opts = {**discrepancy.SINKHORN_DEFAULTS, **options}
+        warm_up = len(discrepancy.epsilon_schedule(diameter, epsilon, opts["scaling"]))
+        err = [abs(discrepancy.sinkhorn_divergence(u, v, epsilon, max_iter=int(n), tol=0.0, scaling=opts["scaling"],
+                                                   omega=opts["omega"]).item() - reference) / reference
+               for n in iters]
+        ax.semilogy(iters + warm_up, np.maximum(err, 1e-16), "o-", ms=3, color=PALETTE[i], label=name)
+    ax.axhline(1e-4, color="grey", lw=0.8, ls="--")
+    ax.set(xlabel="Sinkhorn updates (ε-scaling steps + iterations at ε)", ylabel="relative error", title=title)
+    ax.legend(fontsize=8)
+    return fig, reference

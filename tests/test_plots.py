@@ -307,3 +307,19 @@ def test_the_seen_and_unseen_curves_draw_each_rows_mean_over_seeds_dashed_and_so
     assert lines["Triplet, seen"] == ("--", [0.6, 0.95]) and lines["Triplet, unseen"] == ("-", [0.5, 0.4])
     assert lines["ECAML(Tri), unseen"] == ("-", [0.4, 0.45]) and fig.axes[0].get_title() == "Triplet"
     plt.close(fig)
+
+
+def test_the_sinkhorn_convergence_figure_measures_each_solver_against_the_converged_value():
+    g = torch.Generator().manual_seed(0)
+    u = torch.nn.functional.normalize(torch.randn(6, 4, generator=g, dtype=torch.float64), dim=1)
+    v = torch.nn.functional.normalize(torch.randn(9, 4, generator=g, dtype=torch.float64), dim=1)
+    solvers = {"plain": {"scaling": 1e-9, "omega": 1.0}, "ours": {}}
+    fig, reference = plots.sinkhorn_convergence(u, v, solvers, epsilon=0.05, updates=range(0, 201, 50))
+    from dml_tutorial import discrepancy
+
+    assert reference == pytest.approx(discrepancy.sinkhorn_divergence(u, v, 0.05, max_iter=100_000,
+                                                                      tol=1e-9).item())
+    errors = {line.get_label(): line.get_ydata() for line in fig.axes[0].lines if line.get_label() in solvers}
+    assert set(errors) == set(solvers) and all(e[-1] < 1e-4 for e in errors.values())  # both converge
+    assert errors["ours"][0] < errors["plain"][0]  # epsilon-scaling starts nearer
+    plt.close(fig)
