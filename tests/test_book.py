@@ -364,6 +364,10 @@ def test_no_page_overflows_the_window_and_screenshots_are_written(browser, site,
             for (let p = e.parentElement; p; p = p.parentElement) {  // inside a box that scrolls: fine
                 if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false; }
             return true; }).slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)""")
+        cut = page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
+            .filter(e => e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+            .length""")
+        assert not cut, f"{file} at {width} px: {cut} display equation(s) cut at the column's edge, not scrolling"
         shot = SCREENSHOTS / device / f"{file.replace('/', '_')}.jpg"
         height = page.evaluate("document.documentElement.scrollHeight")
         clip = {"x": 0, "y": 0, "width": width, "height": JPEG_MAX} if height > JPEG_MAX else None
