@@ -168,6 +168,21 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
             for table, row, column, method, settings, options in rows for s in seeds]
 
 
+def weight_sweep(cfg, main: dict, weights: dict) -> dict:
+    """Table 3 assembled, ``{(row, lambda): [Run per seed]}``: for each term of ``cfg.terms`` the paper sweeps
+    (:data:`SWEPT_TERMS`), the first local loss with it at ``lambda = 0`` (the local loss alone) and at the paper's
+    weight, both Tables 1/4's clean runs (``main``: ``{(row, column): runs}``), and at each other weight of
+    ``cfg.lambdas`` (``weights``, the grid's :data:`WEIGHT` table)."""
+    local, out = cfg.locals[0], {}
+    for term in [t for t in cfg.terms if t in SWEPT_TERMS]:
+        row = label(local, term)
+        out[(row, 0.0)] = main[(label(local), "clean")]
+        if (row, "clean") in main:  # the paper's weight: Table 1's runs
+            out[(row, LAMBDA[term])] = main[(row, "clean")]
+        out |= {(row, lam): weights[(row, lam)] for lam in cfg.lambdas if (row, lam) not in out}
+    return out
+
+
 def run_spec(splits, device="auto"):
     """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
     :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` trained on ``splits`` with the noise, the samples per class

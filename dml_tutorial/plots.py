@@ -16,7 +16,7 @@ import pandas as pd
 import seaborn as sns
 import torch
 
-from . import discrepancy, sampling
+from . import discrepancy, metrics, objective, sampling
 from ._checks import check_embeddings
 from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
 from .noise import noise_multiplier
@@ -644,3 +644,38 @@ def sinkhorn_convergence(u, v, solvers: dict, epsilon: float = 2.5e-3, updates=r
     ax.set(xlabel="Sinkhorn updates (ε-scaling steps + iterations at ε)", ylabel="relative error", title=title)
     ax.legend(fontsize=8)
     return fig, reference
+
+
+def weight_pulls(sweep: dict, terms, base: str, labels, most: int = 20):
+    """DCDL's "where the weight acts" in three panels, from a weight sweep ``{(row, lambda): [Run per seed]}`` (rows
+    ``"<base> + L^<term>"`` of each of ``terms``, ``lambda = 0`` the ``base`` loss alone, runs recorded with curves):
+    each term's share of the two pulls at the embedding layer per epoch (:func:`dml_tutorial.objective.pull_share`,
+    mean over seeds, a colour a weight, a line style a term), then the cosines between the test classes' centroids
+    (:func:`dml_tutorial.metrics.centroid_cosines`, first seed) of the ``most`` crowded classes under the base alone
+    and under the last term at its strongest weight. Returns the figure."""
+    lams = sorted({lam for _, lam in sweep if lam > 0})
+    fig, axes = plt.subplots(1, 3, figsize=(13, 3.9), constrained_layout=True)
+    for term, style in zip(terms, ("-", "--")):
+        row = f"{base} + L^{term}"
+        for color, lam in enumerate(lams):
+            if (row, lam) in sweep:
+                share = np.nanmean(objective.pull_share(sweep[(row, lam)], term, base), axis=0)
+                axes[0].plot(np.arange(1, len(share) + 1), share, style, marker="o" if len(share) < 8 else None,
+                             color=PALETTE[color], label=f"{label_mpl('L^' + term)}, λ = {lam:g}")
+    seeds = len(next(iter(sweep.values())))
+    axes[0].set(xlabel="epoch", ylim=(0, 1), title=f"The term's share of the pull, mean over {seeds} seeds",
+                ylabel=r"$|\nabla \lambda L^\varphi| \,/\, (|\nabla \lambda L^\varphi| + |\nabla L_{\mathrm{Trip}}|)$")
+    axes[0].xaxis.set_major_locator(plt.MaxNLocator(integer=True))  # epochs, not 1.2
+    axes[0].legend(fontsize=8, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.22))
+    strongest = max(key for key in sweep if key[0] == f"{base} + L^{terms[-1]}")
+    ends = {base: sweep[(strongest[0], 0.0)][0], f"{strongest[0]}, λ = {strongest[1]:g}": sweep[strongest][0]}
+    cosines = {name: metrics.centroid_cosines(r.test_embeddings, labels) for name, r in ends.items()}
+    classes, before = cosines[base]
+    nearest = np.where(np.eye(len(classes), dtype=bool), -np.inf, before).max(1)
+    shown = np.sort(np.argsort(-nearest, kind="stable")[:most])
+    for ax, (name, (_, cos)) in zip(axes[1:], cosines.items()):
+        image = ax.imshow(cos[np.ix_(shown, shown)], vmin=-1, vmax=1, cmap="RdBu_r")
+        ax.set(title=f"{label_mpl(name)}: class centroids", xticks=[], yticks=[])
+        ax.set_xlabel(f"the {len(shown)} most crowded test classes (cosine)")
+    fig.colorbar(image, ax=axes[2], shrink=0.85)
+    return fig

@@ -375,3 +375,15 @@ def test_the_controls_and_the_glyphs_asymmetric_noise_are_rows_of_tables_1_4_sea
     clean = next(s for s in dcdl.grid(cfg, [0]) if s.options["noise"] is None)
     dcdl.run_spec(splits, "cpu")(clean)
     assert seen[0]["from"][1] == [0, 1] and seen[1] is None  # pairs only where the noise is asymmetric
+
+
+def test_the_weight_sweep_reads_lambda_0_and_the_papers_weight_from_tables_1_4_and_the_rest_from_table_3():
+    cfg = profiles.settings("dcdl", "glyphs2")  # terms L, W, W-GeomLoss; L and W swept
+    main = {("L_Trip", "clean"): "alone", ("L_Trip + L^W", "clean"): "W at 0.5", ("L_Trip + L^L", "clean"): "L at 0.2"}
+    weights = {(f"L_Trip + L^{t}", lam): f"{t} at {lam}" for t in "LW" for lam in cfg.lambdas}
+    sweep = dcdl.weight_sweep(cfg, main, weights)
+    assert sweep[("L_Trip + L^W", 0.0)] == sweep[("L_Trip + L^L", 0.0)] == "alone"
+    assert sweep[("L_Trip + L^W", 0.5)] == "W at 0.5" and sweep[("L_Trip + L^L", 0.2)] == "L at 0.2"
+    assert sweep[("L_Trip + L^W", 0.1)] == "W at 0.1" and ("L_Trip + L^W-GeomLoss", 0.0) not in sweep
+    # each term at 0, at the paper's weight and at the 7 swept; L^L's paper weight 0.2 is also a swept one
+    assert len(sweep) == 2 * (2 + len(cfg.lambdas)) - 1

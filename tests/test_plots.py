@@ -323,3 +323,24 @@ def test_the_sinkhorn_convergence_figure_measures_each_solver_against_the_conver
     assert set(errors) == set(solvers) and all(e[-1] < 1e-4 for e in errors.values())  # both converge
     assert errors["ours"][0] < errors["plain"][0]  # epsilon-scaling starts nearer
     plt.close(fig)
+
+
+def test_the_weight_figure_draws_each_terms_share_of_the_pull_and_two_centroid_maps():
+    from types import SimpleNamespace
+
+    g = torch.Generator().manual_seed(0)
+    labels = np.repeat(np.arange(4), 5)
+
+    def runs(share):  # |grad term| / (|grad term| + |grad L_Trip|) = share at both epochs
+        z = torch.nn.functional.normalize(torch.randn(20, 8, generator=g), dim=1)
+        return [SimpleNamespace(history={"|grad| W": [share, share], "|grad| L_Trip": [1 - share, 1 - share]},
+                                test_embeddings=z)] * 2
+
+    sweep = {("L_Trip + L^W", 0.0): runs(0.0), ("L_Trip + L^W", 0.1): runs(0.25), ("L_Trip + L^W", 0.5): runs(0.5)}
+    fig = plots.weight_pulls(sweep, ["W"], "L_Trip", labels, most=3)
+    shares = {line.get_label(): list(line.get_ydata()) for line in fig.axes[0].lines}
+    assert shares == {"$L^{\\mathrm{W}}$, λ = 0.1": [0.25, 0.25], "$L^{\\mathrm{W}}$, λ = 0.5": [0.5, 0.5]}
+    maps = [ax for ax in fig.axes[1:3]]
+    assert [m.get_images()[0].get_array().shape for m in maps] == [(3, 3), (3, 3)]
+    assert "λ = 0.5" in maps[1].get_title() and "2 seeds" in fig.axes[0].get_title()
+    plt.close(fig)
