@@ -128,6 +128,20 @@ def table3_scores(rows: dict, letters) -> dict:
     return out
 
 
+def omniglot_letters(rows: dict, letters, seeds) -> dict:
+    """Table 3's left half on Omniglot, ``{row: {"R@1", "R@2", "R@4", "R@8", "NMI": [one per seed]}}``: each
+    row's runs (trained on the alphabets) read back on the unseen alphabets' ``letters``, Recall@K and NMI (one
+    cluster per letter, k-means seeded by the run's seed of ``seeds``)."""
+    out = {}
+    for row, runs in rows.items():
+        for r, s in zip(runs, seeds, strict=True):
+            scores = {f"R@{k}": v for k, v in metrics.recall_at_k(r.test_embeddings, letters, (1, 2, 4, 8)).items()}
+            scores["NMI"] = metrics.nmi(r.test_embeddings, letters, seed=s)
+            for key, value in scores.items():
+                out.setdefault(row, {}).setdefault(key, []).append(value)
+    return out
+
+
 def letters_by_positives(cfg, table3: dict, runs: dict, letters) -> dict:
     """The recorded table of the letters at each k (:data:`LETTERS_POSITIVES`): ``{row: {"<k> per superclass":
     [letter R@1 per seed]}}`` for Dist-Margin with EPS and without, each run's unseen superclasses scored by letter

@@ -381,3 +381,17 @@ def test_table_1s_scores_read_both_splits_by_digit_and_score_a_shared_run_once(m
     # each training image's nearest is of its parity but another digit: 0 by digit (it would be 1 by parity)
     assert table["train R@1"] == [0.0] * 3 and table["test R@1"] == [1.0] * 3 and len(calls) == 2
     assert list(table) == ["train R@1", "train R@5", "train R@10", "test R@1", "test R@5", "test R@10"]
+
+
+def test_omniglots_letters_read_each_run_by_letter_with_its_seeds_nmi():
+    from types import SimpleNamespace
+
+    from dml_tutorial import metrics
+
+    letters = torch.tensor([0, 0, 1, 1])
+    apart = torch.tensor([[0.0, 1.0], [0.1, 1.0], [1.0, 0.0], [1.0, 0.1]])
+    table = eps.omniglot_letters({"MS": [SimpleNamespace(test_embeddings=apart)] * 2}, letters, [3, 4])["MS"]
+    assert table["R@1"] == [1.0, 1.0] and table["NMI"] == [metrics.nmi(apart, letters, seed=s) for s in (3, 4)]
+    assert list(table) == ["R@1", "R@2", "R@4", "R@8", "NMI"]
+    with pytest.raises(ValueError):
+        eps.omniglot_letters({"MS": [SimpleNamespace(test_embeddings=apart)]}, letters, [3, 4])  # a seed each
