@@ -289,6 +289,19 @@ def pair_precision(record: dict) -> tuple[float, float]:
     return precision, record["class pairs"] / record["pairs"]
 
 
+def head_table(rows: dict, references: dict) -> dict:
+    """The table of CBS with each cluster head, ``{row: {"R@1", "NMI"[, "pair precision", "chance"]: [one per
+    seed]}}``: each row's runs (``{row: [Run]}``, SME first) with the last epoch's :func:`pair_precision` where the
+    row clusters (SME has no clusters), then the reference rows, ``references`` (``{kind: {"R@1": [...], "NMI":
+    [...]}}``, as the ablation's table holds them)."""
+    table = {name: {c: [r.metrics[c] for r in runs] for c in ("R@1", "NMI")} for name, runs in rows.items()}
+    for name, runs in rows.items():
+        if "cluster pairs" in runs[0].history.records[-1]:
+            last = [pair_precision(r.history.records[-1]) for r in runs]
+            table[name] |= {"pair precision": [p for p, _ in last], "chance": [c for _, c in last]}
+    return table | {kind: {c: measured[c] for c in ("R@1", "NMI")} for kind, measured in references.items()}
+
+
 class SME(nn.Module):
     """The SME baseline as a module with the same call as :class:`CBSwR`; by default without each sample's
     similarity to itself in the spreading term's denominator, as Ye et al.'s and the CBSwR authors' released codes

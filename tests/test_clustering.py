@@ -457,3 +457,19 @@ def test_unsupervised_mixed_precision_runs_the_trunk_only_in_bfloat16():
     seen.clear()
     obj(torch.zeros(2, 1, 8, 8), torch.zeros(2, 1, 8, 8))
     assert seen == {"trunk": torch.float32, "embedding": torch.float32}
+
+
+def test_the_head_table_adds_the_last_epochs_pair_precision_where_a_row_clusters_and_the_references():
+    from types import SimpleNamespace
+
+    from dml_tutorial.train import History
+
+    counts = {"pairs": 10, "class pairs": 2, "cluster pairs": 4, "cluster pairs, same class": 3}
+    sme = [SimpleNamespace(metrics={"R@1": 0.5, "NMI": 0.4}, history=History([{"epoch": 1, "loss": 1.0}]))]
+    cbs = [SimpleNamespace(metrics={"R@1": 0.6, "NMI": 0.45}, history=History([{"epoch": 1, **counts}]))]
+    table = clustering.head_table({"SME": sme, "CBS, linear head (ours)": cbs},
+                                  {"raw input": {"R@1": [0.2], "NMI": [0.1], "R@2": [0.3]}})
+    assert table["SME"] == {"R@1": [0.5], "NMI": [0.4]}  # no clusters, no precision
+    assert table["CBS, linear head (ours)"] == {"R@1": [0.6], "NMI": [0.45], "pair precision": [0.75],
+                                                "chance": [0.2]}  # 3 of its 4 cluster pairs share a class
+    assert table["raw input"] == {"R@1": [0.2], "NMI": [0.1]}
