@@ -83,10 +83,29 @@ def scatter(ax, xy, labels, groups=None, names=None, title="", s=8):
     ax.set(title=title, xlabel="component 1", ylabel="component 2", xticks=[], yticks=[])
 
 
+#: Fonts that draw the glyph test bed's CJK characters, the first found (:func:`cjk_font`): the Debian packages the
+#: test bed renders its characters from.
+CJK_FONTS = ("Noto Sans CJK JP", "Noto Sans CJK SC", "AR PL UMing TW", "WenQuanYi Zen Hei")
+
+
+def cjk_font() -> str | None:
+    """The first of :data:`CJK_FONTS` matplotlib finds on this machine, ``None`` where there is none (Colab)."""
+    from matplotlib import font_manager
+
+    for family in CJK_FONTS:
+        try:
+            font_manager.findfont(font_manager.FontProperties(family=family), fallback_to_default=False)
+            return family
+        except ValueError:
+            continue
+    return None
+
+
 def _drawable(name) -> bool:
-    """Whether matplotlib's default font (DejaVu Sans) draws ``name``: Latin, Greek and Cyrillic, not the glyph test
-    bed's CJK characters, which fall back to the class numbers."""
-    return all(ord(ch) < 0x2E80 for ch in str(name))
+    """Whether the legend can draw ``name``: matplotlib's default font (DejaVu Sans) draws Latin, Greek and
+    Cyrillic; the glyph test bed's CJK characters where a CJK font is installed (:func:`cjk_font`), else they fall
+    back to the class numbers."""
+    return all(ord(ch) < 0x2E80 for ch in str(name)) or cjk_font() is not None
 
 
 def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
@@ -121,8 +140,11 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
         scatter(ax, project_2d(embeddings, method, seed), labels, groups, names, f"{title} — {method}".strip(" —"))
     fig = axes[0].figure
     if not any(ax.get_legend() for ax in fig.axes):  # rows of one figure share the classes' colours: one legend
+        family = ["DejaVu Sans"] + ([cjk_font()] if names and not all(ord(c) < 0x2E80 for n in names for c in n)
+                                    else [])  # the characters themselves, where they are CJK: a per-glyph fallback
         axes[-1].legend(title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), markerscale=2, frameon=False,
-                        ncols=1 + (len(np.unique(labels)) > 10), fontsize=8, columnspacing=0.8, handletextpad=0.2)
+                        ncols=1 + (len(np.unique(labels)) > 10), columnspacing=0.8, handletextpad=0.2,
+                        prop={"family": family, "size": 8})
     return fig
 
 
