@@ -387,8 +387,8 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
     for: a run whose loss or settings changed (a margin, a term's sigma) is another file, trained anew. A run that
     accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`) also keeps its training in
     progress there (``<key>-seed<s>-<hash>.partial.pt``: after every epoch, or every ``cfg.checkpoint_seconds``, 300
-    on a GPU), so that a run interrupted mid-way (a disconnected Colab runtime) resumes from its last save. Delete the folder to start
-    afresh.
+    on a GPU), so that a run interrupted mid-way (a disconnected Colab runtime) resumes from its last save. Delete
+    the folder to start afresh.
 
     ``progress=True`` (the GPU profiles) passes ``progress`` to runs that accept it (a per-epoch bar with the loss
     and the time left) and prints a line after each run: how long it took and about how long the rest will."""

@@ -640,7 +640,8 @@ def noise_curves(results: dict, names, rates, title: str = ""):
                           for n, t in zip(results[(name, r)], results[(f"{name} (topline)", r)])]) for r in noisy]
         axes[3].plot(noisy, ratio, "-o", color=PALETTE[i], label=name)
     axes[3].axhline(1.0, color="grey", lw=0.8)
-    axes[3].set(xlabel="noise rate p", ylabel="Recall@1 noisy / topline", title="ratio to the topline (paper's Fig. 1d)")
+    axes[3].set(xlabel="noise rate p", ylabel="Recall@1 noisy / topline",
+                title="ratio to the topline (paper's Fig. 1d)")
     axes[3].legend(fontsize=8)
     fig.suptitle(title)
     return fig

@@ -151,7 +151,8 @@ _PROFILES = {
     # DCDL (Roy et al.): section 4 and supplement section 7; a closed-set linear probe under label noise.
     "dcdl": {
         "smoke": (SMOKE, dict(dataset="digits", model="mlp", dropout=0.1, epochs=2, noise=_NOISES,
-                              control_noise=(("symmetric", 0.3),), alone_noise=(None,), lambdas=(0.01, 0.1, 0.5, 5.0), compare_with="C-10")),
+                              control_noise=(("symmetric", 0.3),), alone_noise=(None,),
+                              lambdas=(0.01, 0.1, 0.5, 5.0), compare_with="C-10")),
         "fashion": (FASHION, dict(dropout=0.1, epochs=10, batches_per_epoch=100, noise=_NOISES,
                                   alone_noise=(None,), lambdas=(5.0,), compare_with="C-10")),
         "glyphs": (GLYPHS, dict(dropout=0.1, epochs=30, batches_per_epoch=100, p=10,

@@ -7,8 +7,8 @@
 
 A checkpoint is written after every epoch, or every ``checkpoint_every`` seconds (atomically: a half-written file
 never replaces a good one) with the model, optimiser, scheduler, history and all random-number states, and always
-after the last epoch. Calling ``fit`` again with the same checkpoint path resumes after the last saved epoch, and on CPU ends with exactly the weights of an uninterrupted run
-(tests/test_train.py kills a run and checks this).
+after the last epoch. Calling ``fit`` again with the same checkpoint path resumes after the last saved epoch, and
+on CPU ends with exactly the weights of an uninterrupted run (tests/test_train.py kills a run and checks this).
 """
 
 from __future__ import annotations
@@ -254,7 +254,8 @@ def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, s
     finds one there goes on from it, to the same result. It is saved after the last epoch and after any epoch that
     ends ``checkpoint_every`` seconds or more after the last save (0: every epoch): a ResNet-50 with Adam's state
     is about 300 MB a save, which every epoch of a colab chapter's runs made 12-15 GB of writes (issue #88); a
-    resume then repeats at most that many seconds. The training is recorded (:func:`record_training`) unless not ``counted``."""
+    resume then repeats at most that many seconds. The training is recorded (:func:`record_training`) unless not
+    ``counted``."""
     extra = {name: obj for name, obj in (extra or {}).items() if obj is not None}
     history, start = History(), 0
     ckpt = Path(checkpoint) if checkpoint else None

@@ -365,7 +365,8 @@ def test_no_page_overflows_the_window_and_screenshots_are_written(browser, site,
                 if (['auto', 'scroll', 'hidden'].includes(getComputedStyle(p).overflowX)) return false; }
             return true; }).slice(0, 5).map(e => e.tagName.toLowerCase() + '.' + e.className)""")
         cut = page.evaluate("""() => [...document.querySelectorAll('mjx-container[display="true"]')]
-            .filter(e => e.scrollWidth > e.clientWidth + 1 && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
+            .filter(e => e.scrollWidth > e.clientWidth + 1
+                         && !['auto', 'scroll'].includes(getComputedStyle(e).overflowX))
             .length""")
         assert not cut, f"{file} at {width} px: {cut} display equation(s) cut at the column's edge, not scrolling"
         shot = SCREENSHOTS / device / f"{file.replace('/', '_')}.jpg"
