@@ -281,11 +281,10 @@ def main_table(results: dict, refs: dict, rates, kinds) -> dict:
 def topline_ratios(results: dict, rates) -> dict:
     """The paper's Fig. 1d as a table: each arm's R@1 under noise over its topline's, paired by seed, at every
     rate but 0, ``{arm: {"p = <rate>": [ratio per seed]}}`` (:func:`dml_tutorial.bench.robustness`'s ratios)."""
-    def ratios(noisy, topline):
-        return [n.metrics["R@1"] / t.metrics["R@1"] for n, t in zip(noisy, topline, strict=True)]
+    from .bench import robustness  # the bench's ratio to the topline, one definition for both chapters
 
-    return {name: {f"p = {r:g}": ratios(results[(name, r)], results[(f"{name} (topline)", r)]) for r in rates if r}
-            for name in arms()}
+    return {name: {f"p = {r:g}": robustness(results[(name, r)], results[(f"{name} (topline)", r)])["ratios"]
+                   for r in rates if r} for name in arms()}
 
 
 # --- section 2: the identity behind the bounds, measured on real inputs ---------------------------------------------

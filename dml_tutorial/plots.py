@@ -101,11 +101,16 @@ def cjk_font() -> str | None:
     return None
 
 
+def _latin(name) -> bool:
+    """Whether matplotlib's default font (DejaVu Sans) draws ``name``: Latin, Greek and Cyrillic, no CJK."""
+    return all(ord(ch) < 0x2E80 for ch in str(name))
+
+
 def _drawable(name) -> bool:
     """Whether the legend can draw ``name``: matplotlib's default font (DejaVu Sans) draws Latin, Greek and
     Cyrillic; the glyph test bed's CJK characters where a CJK font is installed (:func:`cjk_font`), else they fall
     back to the class numbers."""
-    return all(ord(ch) < 0x2E80 for ch in str(name)) or cjk_font() is not None
+    return _latin(name) or cjk_font() is not None
 
 
 def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None, methods=("t-SNE", "UMAP"),
@@ -140,8 +145,8 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
         scatter(ax, project_2d(embeddings, method, seed), labels, groups, names, f"{title} — {method}".strip(" —"))
     fig = axes[0].figure
     if not any(ax.get_legend() for ax in fig.axes):  # rows of one figure share the classes' colours: one legend
-        family = ["DejaVu Sans"] + ([cjk_font()] if names and not all(ord(c) < 0x2E80 for n in names for c in n)
-                                    else [])  # the characters themselves, where they are CJK: a per-glyph fallback
+        cjk = names and not all(_latin(n) for n in names)  # the characters themselves: a per-glyph fallback
+        family = ["DejaVu Sans"] + ([cjk_font()] if cjk else [])
         axes[-1].legend(title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), markerscale=2, frameon=False,
                         ncols=1 + (len(np.unique(labels)) > 10), columnspacing=0.8, handletextpad=0.2,
                         prop={"family": family, "size": 8})
