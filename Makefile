@@ -9,7 +9,7 @@ TORCH   = torch==2.14.1 torchvision==0.29.1
 # workflow); empty: the default index.
 TORCH_INDEX ?=
 
-.PHONY: setup html-setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test test-fast lint clean
+.PHONY: setup html-setup browser fashion-mnist glyph-fonts slurm mathjax book notebooks html test test-fast testbed-seed lint clean
 
 setup: $(VENV)/.installed browser fashion-mnist glyph-fonts slurm mathjax
 
@@ -104,6 +104,16 @@ test: setup               ## the unit tests, the book build and nbval over the c
 # `pytest -m nbval notebooks/03_dcdl.ipynb`. `make test` stays the command that decides.
 test-fast: setup
 	$(BIN)/python -m pytest $(XDIST) -m "unit and not slow" tests
+
+# One test bed II seed of one chapter re-run and checked against its committed run (dml-tutorial compare: the
+# seed's numbers against the spread of the other nine; the weekly testbed workflow runs it for every chapter). The
+# seed follows the ISO week unless given: `make testbed-seed CHAPTER=cbswr SEED=3`. About 30-45 minutes on 2 cores.
+CHAPTER ?= cbswr
+SEED ?= $(shell expr $$(date +%V) % 10)
+testbed-seed: setup       ## re-run one test bed II seed of CHAPTER and check it against its committed run
+	$(BIN)/dml-tutorial run $(CHAPTER) --profile glyphs2 -p SEED $(SEED) --output _build/testbed/$(CHAPTER) \
+	  --results _build/testbed/$(CHAPTER)/glyphs2_seed-$(SEED).json
+	$(BIN)/dml-tutorial compare _build/testbed/$(CHAPTER)/glyphs2_seed-$(SEED).json
 
 lint: setup
 	$(BIN)/ruff check dml_tutorial tests benchmarks

@@ -1,4 +1,4 @@
-"""Command line: ``dml-tutorial`` (or ``python -m dml_tutorial``) with five commands.
+"""Command line: ``dml-tutorial`` (or ``python -m dml_tutorial``) with seven commands.
 
 - ``run CHAPTER|all [--profile P] [-p NAME VALUE ...] [--output DIR] [--results FILE]`` executes chapter notebooks
   with papermill. Without ``--output`` a notebook is executed in place, which is how the committed notebooks get
@@ -15,7 +15,10 @@
   stages the move and commits nothing.
 - ``report [--results DIR] [--pages DIR]`` writes the "At paper scale" page, the verdict table and the claims
   registry page from the run files.
+- ``grid CHAPTER [--profile P]`` lists a chapter's declared runs under a profile; nothing is trained.
 - ``pretrain NAME`` builds a test bed's pretrained start once (:mod:`dml_tutorial.pretrain`).
+- ``compare RUNFILE [--results DIR]`` checks a re-run seed of a test bed against its committed run
+  (:func:`dml_tutorial.reference.compare_seed`); exit 1 when a number left its tolerance.
 
 Errors (unknown chapter or parameter, a bad grid file, a failing cell) give one message and a non-zero exit; the
 partially executed notebook is kept for inspection.
@@ -550,6 +553,32 @@ def _pretrain(args, parser) -> int:
     return 0
 
 
+def _compare(args, parser) -> int:
+    """``dml-tutorial compare``: a re-run seed against the committed runs of its chapter and profile."""
+    from .reference import ResultsDrifted, compare_seed
+
+    try:
+        fresh = json.loads(args.run.read_text())
+    except (OSError, ValueError) as e:
+        parser.error(f"cannot read the run file {args.run}: {e}")
+    if len(fresh.get("seeds", [])) != 1 or "chapter" not in fresh:
+        parser.error(f"{args.run} is not the run file of one seed (seeds: {fresh.get('seeds')})")
+    folder = args.results / fresh["chapter"]
+    committed = [json.loads(f.read_text()) for f in sorted(folder.glob(f"{fresh['profile']}_*.json"))]
+    committed = [r for r in committed if r.get("profile") == fresh["profile"] and len(r.get("seeds", [])) == 1]
+    try:
+        problems = compare_seed(fresh, committed)
+    except ResultsDrifted as e:
+        parser.error(f"{e} in {folder}")
+    (seed,) = fresh["seeds"]
+    what = f"seed {seed} of {fresh['chapter']} ({fresh['profile']}) against its committed run"
+    if problems:
+        print(f"{len(problems)} number(s) of {what} left their tolerance:\n  " + "\n  ".join(problems))
+        return 1
+    print(f"every number of {what} is within its tolerance ({len(committed) - 1} other seeds give the spread)")
+    return 0
+
+
 def _grid(args, parser) -> int:
     """``dml-tutorial grid``: print a chapter's declared grid (:func:`dml_tutorial.plan.describe_grid`)."""
     from . import plan, profiles
@@ -620,8 +649,11 @@ def _parser() -> argparse.ArgumentParser:
     pretrain.add_argument("name", help="the start, e.g. glyphs2 (dml_tutorial.pretrain.STARTS)")
     pretrain.add_argument("--root", type=Path, default=Path("data"), help="the data folder (default: data)")
     pretrain.add_argument("--seed", type=int, default=None, help="the seed of a start made once per seed")
+    compare = sub.add_parser("compare", help="check a re-run seed of a test bed against its committed run")
+    compare.add_argument("run", type=Path, help="the run file of the re-run seed (dml-tutorial run --results)")
+    compare.add_argument("--results", type=Path, default=RESULTS, help="the committed runs (default: data/results)")
     for command, handler in ((run, _run), (sweep, _sweep), (landing, _land), (report, _report),
-                             (listing, _grid), (pretrain, _pretrain)):
+                             (listing, _grid), (pretrain, _pretrain), (compare, _compare)):
         command.set_defaults(handler=handler, command_parser=command)  # errors print the command's own usage
     return parser
 

@@ -6,6 +6,7 @@ import json
 import numpy as np
 import pytest
 from helpers import load_benchmark
+from scipy import stats
 
 from dml_tutorial import reference
 
@@ -63,7 +64,7 @@ def test_the_report_per_chapter_counts_failures_and_the_floor(bench, tmp_path, c
     report = bench.main([str(log), "--out", str(out)])
     assert json.loads(out.read_text()) == json.loads(json.dumps(report))
     assert report["chapters"]["eps"]["failed"] == 1 and report["chapters"]["dcdl"]["failed"] == 0
-    assert report["cells with seeds"] == 40 and 2.5 < report["derived Z"] < 4  # 1% over 40 cells: 3.2
+    assert report["numbers with seeds"] == 40 and report["derived Z"] == pytest.approx(stats.norm.isf(0.01 / 80))
     assert "eps" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="run `make test`"):
         bench.main([str(tmp_path / "missing.jsonl"), "--out", str(out)])

@@ -26,7 +26,7 @@ def _workflow(path):
 
 
 def test_there_are_workflows_for_tests_the_book_and_reruns():
-    assert {p.stem for p in WORKFLOWS} == {"tests", "book", "rerun"}
+    assert {p.stem for p in WORKFLOWS} == {"tests", "book", "rerun", "testbed"}
 
 
 def test_actionlint_passes_on_every_workflow():
@@ -53,8 +53,10 @@ def test_workflows_run_the_readmes_commands():
     readme = (ROOT / "README.md").read_text()
     runs = [step["run"].strip() for path in WORKFLOWS for job in _workflow(path)["jobs"].values()
             for step in job.get("steps", []) if "run" in step]
-    assert runs and set(runs) <= {"make test", "make html", "make book"}
-    assert all(f"make {target}" in readme for target in ("test", "html", "book"))
+    assert runs and {r.split()[1] for r in runs} <= {"test", "html", "book", "testbed-seed"}
+    assert all(r.split()[0] == "make" and len(r.split()) == 2 or r.startswith("make testbed-seed CHAPTER=")
+               for r in runs), runs
+    assert all(f"make {target}" in readme for target in ("test", "html", "book", "testbed-seed"))
     assert "make test" in (ROOT / ".ci" / "run").read_text()
 
 
