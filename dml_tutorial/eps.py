@@ -94,22 +94,42 @@ def superclass_batches(cfg) -> list[tuple[int, int]]:
     return [(k, images // k) for k in cfg.superclass_positives]
 
 
+#: A replicate ``r`` of a run of seed ``s`` trains with seed ``s + r * REPLICATE_SEEDS`` (the seeds of a sweep
+#: stay below it), on seed ``s``'s split.
+REPLICATE_SEEDS = 1000
+
+
+def replicates(runs: dict) -> dict:
+    """``{row: [(Run per replicate) per seed]}`` from a table of the grid with the replicate as its column,
+    ``{(row, replicate): [Run per seed]}`` (:func:`dml_tutorial.spec.table_of`)."""
+    rows = {}
+    for (row, _), per_seed in runs.items():  # in the grid's order: each row's replicates in turn
+        rows.setdefault(row, []).append(per_seed)
+    return {row: [tuple(r) for r in zip(*columns, strict=True)] for row, columns in rows.items()}
+
+
 def table1_scores(rows: dict, parity, device=None) -> dict:
     """Table 1's recorded numbers, ``{row: {"train R@1", "train R@5", "train R@10", "test R@1", ...: [one per
     seed]}}``, from each row's runs on the even/odd splits ``parity`` (:func:`even_odd`; ``{row: [Run]}``, the
     reference rows included, each with its training embeddings): Recall@K by **digit** on the training digits
-    (their ``extras["clean"]``) and on the unseen ones, the neighbours on ``device``. A run that stands for several
-    seeds (the raw input's) is scored once."""
+    (their ``extras["clean"]``) and on the unseen ones, the neighbours on ``device``. A seed's entry may be a tuple
+    of replicates (:func:`replicates`): their mean. A run that stands for several seeds (the raw input's) is scored
+    once."""
     scored, out = {}, {}
+
+    def score(r):
+        if id(r) not in scored:
+            seen = metrics.recall_at_k(r.train_embeddings, parity.train.extras["clean"], (1, 5, 10), device=device)
+            unseen = metrics.recall_at_k(r.test_embeddings, parity.test.labels, (1, 5, 10), device=device)
+            scored[id(r)] = {**{f"train R@{k}": v for k, v in seen.items()},
+                             **{f"test R@{k}": v for k, v in unseen.items()}}
+        return scored[id(r)]
+
     for row, runs in rows.items():
-        for r in runs:
-            if id(r) not in scored:
-                seen = metrics.recall_at_k(r.train_embeddings, parity.train.extras["clean"], (1, 5, 10), device=device)
-                unseen = metrics.recall_at_k(r.test_embeddings, parity.test.labels, (1, 5, 10), device=device)
-                scored[id(r)] = {**{f"train R@{k}": v for k, v in seen.items()},
-                                 **{f"test R@{k}": v for k, v in unseen.items()}}
-            for key, value in scored[id(r)].items():
-                out.setdefault(row, {}).setdefault(key, []).append(value)
+        for entry in runs:
+            each = [score(r) for r in (entry if isinstance(entry, tuple) else (entry,))]
+            for key in each[0]:
+                out.setdefault(row, {}).setdefault(key, []).append(float(np.mean([e[key] for e in each])))
     return out
 
 
@@ -379,7 +399,8 @@ def arms(cfg, choices: dict | None = None) -> list[tuple]:
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter, each on every seed, in the order the chapter runs them, ``options`` holding
     each run's batch (``p`` classes x ``k``) and label noise: the even/odd task (Table 1, the triplet without and
-    with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``); the sub-clusters (section 3: the triplet and the margin
+    with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``, ``cfg.even_odd_replicates`` times a seed, the column
+    the replicate); the sub-clusters (section 3: the triplet and the margin
     loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
     each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``); the superclasses
     (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: the
@@ -389,8 +410,9 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     table on its own split (:data:`SPLITS`, :func:`run_spec`), the plan counts and times them, the cache keys on
     them."""
     p, k = cfg.p, cfg.k
-    rows = [(EVEN_ODD, row, "", eps_loss("triplet", use), even_odd_settings(cfg), {"p": 2, "k": cfg.even_odd_k})
-            for row, use in (("Triplet", False), ("EPS + Triplet", True))]
+    rows = [(EVEN_ODD, row, r, eps_loss("triplet", use), even_odd_settings(cfg),
+             {"p": 2, "k": cfg.even_odd_k, **({"replicate": r} if r else {})})  # replicate 0: the seed's own start
+            for row, use in (("Triplet", False), ("EPS + Triplet", True)) for r in range(cfg.even_odd_replicates)]
     modes = cfg.replace(**SUBCLUSTER_SETTINGS)
     rows += [(SUBCLUSTERS, label(name, use), noise_column(n), eps_loss(name, use), modes,
               {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
@@ -510,6 +532,7 @@ def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, 
     at every checkpoint (:func:`dml_tutorial.experiment.recall_checkpoint`)."""
     o, data = spec.options, splits[spec.split]
     evaluate = experiment.recall_checkpoint(data.test, o["curve"], spec.settings) if "curve" in o else None
-    return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=spec.seed,
+    seed = spec.seed + REPLICATE_SEEDS * o.get("replicate", 0)  # the same split, another start and batches
+    return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=seed,
                                          device=device, progress=progress, checkpoint=checkpoint,
                                          noise=o.get("noise"), evaluate=evaluate)

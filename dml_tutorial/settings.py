@@ -311,6 +311,7 @@ class EPSSettings(Settings):
     even_odd_options: Mapping = dataclasses.field(default_factory=Frozen)
     even_odd_epochs: int = 20
     even_odd_k: int = 32
+    even_odd_replicates: int = 1  # Table 1's arms trained this many times a seed (other starts), R@1 averaged
     subcluster_noise: tuple[Noise, ...] = ()
 
     def datasets(self) -> tuple[str, ...]:

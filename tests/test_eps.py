@@ -275,9 +275,14 @@ def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches()
                                                            eps.LETTERS_POSITIVES]
     assert all(s.split == eps.SPLITS[s.table] for s in specs)
     first = {s.key: s for s in specs if s.seed == 0}
-    odd = first[(eps.EVEN_ODD, "EPS + Triplet", "")]
+    odd = first[(eps.EVEN_ODD, "EPS + Triplet", 0)]
     assert (odd.settings.model, odd.settings.dim, odd.options["p"], odd.options["k"]) == ("convnet", 2, 2,
                                                                                            cfg.even_odd_k)
+    # Table 1's arms three times a seed: replicate 0 is the seed's own run (its cache key as before replicates)
+    odd_runs = [(s.row, s.column, s.options.get("replicate")) for s in specs if s.table == eps.EVEN_ODD and s.seed == 0]
+    assert cfg.even_odd_replicates == 3 and odd_runs == [
+        (row, r, r or None) for row in ("Triplet", "EPS + Triplet") for r in range(3)]
+    assert "replicate" not in odd.options
     noisy = first[(eps.SUBCLUSTERS, "Dist-Margin", "sym 0.4")]
     assert noisy.options["noise"] == ("symmetric", 0.4) and noisy.settings.model == "mlp"
     margins = {row: first[(eps.MAIN, row, "")].method.local_fn.keywords.get("margin")
@@ -395,3 +400,30 @@ def test_omniglots_letters_read_each_run_by_letter_with_its_seeds_nmi():
     assert list(table) == ["R@1", "R@2", "R@4", "R@8", "NMI"]
     with pytest.raises(ValueError):
         eps.omniglot_letters({"MS": [SimpleNamespace(test_embeddings=apart)]}, letters, [3, 4])  # a seed each
+
+
+def test_replicates_train_the_same_split_from_other_starts_and_table_1_averages_them(monkeypatch):
+    from types import SimpleNamespace
+
+    from dml_tutorial import experiment
+
+    cfg = profiles.settings("eps", "glyphs2")
+    specs = [s for s in eps.grid(cfg, [4, 7]) if s.table == eps.EVEN_ODD and s.row == "Triplet"]
+    seen = []
+    monkeypatch.setattr(experiment, "train_and_retrieve", lambda data, *a, seed, **kw: seen.append((data, seed)))
+    for spec in specs:
+        eps.run_spec({"even/odd": "the split"})(spec)
+    assert seen == [("the split", seed + r * eps.REPLICATE_SEEDS) for r in range(3) for seed in (4, 7)]
+    # {(row, replicate): [Run per seed]} -> {row: [(Run per replicate) per seed]}, and Table 1 their mean
+    def run(digit_of_nearest):  # four training images of digits 0, 0, 2, 2: R@1 by digit is 0, 0.5 or 1
+        near = torch.tensor([[0.0, 0.0], [0.0, 0.1], [5.0, 0.0], [5.0, 0.1]]) if digit_of_nearest else \
+            torch.tensor([[0.0, 0.0], [5.0, 0.0], [0.0, 0.1], [5.0, 0.1]])
+        return SimpleNamespace(train_embeddings=near, test_embeddings=near)
+
+    good, bad = run(True), run(False)
+    grouped = eps.replicates({("Triplet", 0): [good, bad], ("Triplet", 1): [bad, bad], ("Triplet", 2): [good, good]})
+    assert grouped == {"Triplet": [(good, bad, good), (bad, bad, good)]}
+    splits = SimpleNamespace(train=SimpleNamespace(extras={"clean": torch.tensor([0, 0, 2, 2])}),
+                             test=SimpleNamespace(labels=torch.tensor([6, 6, 7, 7])))
+    table = eps.table1_scores(grouped, splits)["Triplet"]
+    assert table["train R@1"] == pytest.approx([2 / 3, 1 / 3]) and table["test R@1"] == pytest.approx([2 / 3, 1 / 3])
