@@ -301,6 +301,68 @@ def collapse_metrics(embeddings, classes, modes, seed: int = 0) -> dict:
             "mode R@1": metrics.recall_at_k(embeddings, modes, ks=(1,))[1]}
 
 
+def collapse_table(runs: dict, splits) -> dict:
+    """``{"<row>, <noise>": {metric: [one per seed]}}``: :func:`collapse_metrics` of each run of the sub-clusters
+    (``{(row, noise column): [Run per seed]}``) on the held-out samples of ``splits`` (their classes and modes)."""
+    test = splits.test
+    out = {}
+    for (row, noise), per_seed in runs.items():
+        for r in per_seed:
+            for key, value in collapse_metrics(r.test_embeddings, test.labels, test.extras["modes"]).items():
+                out.setdefault(f"{row}, {noise}", {}).setdefault(key, []).append(value)
+    return out
+
+
+#: The sub-clusters' rows whose separation the chapter reads against Theorem 1: each baseline, then with EPS.
+COLLAPSE_ROWS = ("Trip. + SH", "EPS + Trip. + SH", "Dist-Margin", "EPS + Dist-Margin")
+
+
+def collapse_words(collapse: dict, columns) -> str:
+    """The collapse figure against Theorem 1 in words (Markdown) from :func:`collapse_table`'s numbers: each of
+    :data:`COLLAPSE_ROWS`' mean separation from the first noise column of ``columns`` to the last, and which way it
+    moves."""
+    if len(columns) < 2:
+        return "One noise setting only: no trend to read."
+    moves = []
+    for name in COLLAPSE_ROWS:
+        first, last = (np.mean(collapse[f"{name}, {c}"]["separation"]) for c in (columns[0], columns[-1]))
+        where = "towards collapse" if last < first else "away from collapse"
+        moves.append(f"- {name}: {first:.1f} ({columns[0]}) to {last:.1f} ({columns[-1]}), {where}")
+    return ("Theorem 1 predicts that noise collapses the baseline's sub-clusters (separation falling towards 1) and "
+            "leaves EPS's apart. In this run:\n\n" + "\n".join(moves) + "\n\nWhere a baseline moves *away* from "
+            "collapse, the figure does not show the theorem's prediction in this setting; the theorem is about the "
+            "loss's optimum, a short training need not reach it.")
+
+
+def positives_scores(by_k: dict) -> dict:
+    """Fig. 3b's recorded numbers, ``{row: {"<k> per class": [R@1 per seed]}}``, from its runs ``{(row, k): [Run per
+    seed]}`` (the rows and the k in the grid's order)."""
+    out = {}
+    for (row, k), runs in by_k.items():
+        out.setdefault(row, {})[f"{k} per class"] = [r.metrics["R@1"] for r in runs]
+    return out
+
+
+def all_positives_words(runs: list[dict]) -> str:
+    """Markdown: each Table 2 baseline sampled as its original paper did (every positive pair) against the same
+    loss with one random positive, and EPS against it, on unseen R@1 paired by seed (95% intervals, not adjusted),
+    from ``runs`` (run files of the chapter's test bed)."""
+    from . import evidence, records, tables
+
+    measured = records.merge_seeds(runs).get(tables.EPS_MAIN.id, ({},))[0]
+    r1 = {name: cols["R@1"] for name, cols in measured.items() if "R@1" in cols}
+    lines = []
+    for name in [n for n in r1 if n.endswith(", all positives")]:
+        base = name.removesuffix(", all positives")
+        own = evidence.describe(evidence.paired(r1[base], r1[name]))
+        with_eps = evidence.describe(evidence.paired(r1[name], r1[f"EPS + {base}"]))
+        lines.append(f"- {name}: against one random positive {own}; EPS + {base} against it {with_eps}")
+    if not lines:
+        return "No test bed II run of the baselines with every positive pair is recorded yet."
+    return ("**The baselines as the original papers sample them.** Unseen R@1 on test bed II, paired by seed (95% "
+            "intervals, not adjusted; the findings give the verdicts at the adjusted level):\n\n" + "\n".join(lines))
+
+
 #: Table 1 (MNIST even/odd, train digits 0-5, test digits 6-9), Recall@k in %, quoted.
 REPORTED_EVEN_ODD = {
     "Triplet": {"train R@1": 42.01, "train R@5": 87.51, "train R@10": 96.56,
@@ -382,6 +444,11 @@ def even_odd_settings(cfg):
 def noise_column(n) -> str:
     """The sub-cluster table's column of a label noise: ``"clean"`` or ``"sym 0.4"``."""
     return "clean" if n is None else f"{n[0][:3]} {n[1]:g}"
+
+
+def noise_columns(cfg) -> dict:
+    """``{column: noise rate}`` of the sub-clusters' ``cfg.subcluster_noise`` (:func:`noise_column`; clean: 0)."""
+    return {noise_column(n): 0.0 if n is None else n[1] for n in cfg.subcluster_noise}
 
 
 def arms(cfg, choices: dict | None = None) -> list[tuple]:

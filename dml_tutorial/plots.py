@@ -707,3 +707,38 @@ def weight_pulls(sweep: dict, terms, base: str, labels, most: int = 20):
         ax.set_xlabel(f"the {len(shown)} most crowded test classes (cosine)")
     fig.colorbar(image, ax=axes[2], shrink=0.85)
     return fig
+
+
+def collapse_curves(collapse: dict, columns: dict, rows, title: str = ""):
+    """Class collapse against the noise rate (Levi et al., Theorem 1): each of ``rows``' mode separation (mean and
+    std over seeds; 1: one blob) at each noise rate of ``columns`` (``{column: rate}``), from ``collapse``
+    (``{"<row>, <column>": {"separation": [one per seed]}}``, :func:`dml_tutorial.eps.collapse_table`); a row with
+    EPS solid, its baseline dashed, one colour a pair. Returns the figure."""
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), constrained_layout=True)
+    for i, row in enumerate(rows):
+        values = [collapse[f"{row}, {c}"]["separation"] for c in columns]
+        eps = row.startswith("EPS")
+        ax.errorbar(list(columns.values()), [np.mean(v) for v in values],
+                    yerr=[np.std(v, ddof=1) if len(v) > 1 else 0 for v in values], fmt="-o" if eps else "--s",
+                    color=PALETTE[i // 2], alpha=1.0 if eps else 0.6, capsize=3, label=row)
+    ax.axhline(1.0, color="grey", lw=0.8)
+    ax.set(xlabel="symmetric label noise p", ylabel="mode separation (1: one blob)", title=title)
+    ax.title.set_fontsize(10)
+    ax.legend(fontsize=8)
+    return fig
+
+
+def positives_curve(scores: dict, title: str = "Fig. 3b, with and without EPS"):
+    """Levi et al.'s Fig. 3b: each row's unseen R@1 (mean and std over seeds, in %) against the same-class samples
+    in a batch (log axis), from ``scores`` (``{row: {"<k> per class": [R@1 per seed]}}``,
+    :func:`dml_tutorial.eps.positives_scores`). Returns the figure."""
+    fig, ax = plt.subplots(figsize=(5, 3.4), constrained_layout=True)
+    for row, cols in scores.items():
+        ks = [int(c.split()[0]) for c in cols]
+        values = [100 * np.asarray(v) for v in cols.values()]
+        ax.errorbar(ks, [v.mean() for v in values], yerr=[v.std(ddof=1) if len(v) > 1 else 0 for v in values],
+                    marker="o", capsize=3, label=row)
+    ax.set(xscale="log", xticks=ks, xticklabels=ks, xlabel="same-class samples per batch",
+           ylabel="unseen-class Recall@1 (%)", title=title)
+    ax.legend(fontsize=8)
+    return fig

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import data, eps, experiment, losses, profiles
+from dml_tutorial import data, eps, experiment, losses, profiles, tables
 
 
 def _mean_loss(loss, embedding, positives, draws=100, flip=0.1):
@@ -427,3 +427,62 @@ def test_replicates_train_the_same_split_from_other_starts_and_table_1_averages_
                              test=SimpleNamespace(labels=torch.tensor([6, 6, 7, 7])))
     table = eps.table1_scores(grouped, splits)["Triplet"]
     assert table["train R@1"] == pytest.approx([2 / 3, 1 / 3]) and table["test R@1"] == pytest.approx([2 / 3, 1 / 3])
+
+
+def test_the_collapse_table_words_and_curves_read_each_rows_separation():
+    from types import SimpleNamespace
+
+    from dml_tutorial import plots
+
+    modes = torch.tensor([0, 0, 1, 1])  # one class of two modes
+    apart = torch.tensor([[0.0, 0.0], [0.0, 0.1], [1.0, 0.0], [1.0, 0.1]])  # modes 10 times their spread apart
+    together = torch.tensor([[0.0, 0.0], [1.0, 0.0], [0.0, 0.1], [1.0, 0.1]])
+    splits = SimpleNamespace(test=SimpleNamespace(labels=torch.zeros(4, dtype=torch.long), extras={"modes": modes}))
+    runs = {(row, column): [SimpleNamespace(test_embeddings=a), SimpleNamespace(test_embeddings=b)]
+            for row in eps.COLLAPSE_ROWS for column, (a, b) in (("clean", (apart, apart)), ("sym 0.4", (apart, together)))}
+    table = eps.collapse_table(runs, splits)
+    one = eps.mode_separation(apart, torch.zeros(4), modes)
+    assert table["Dist-Margin, clean"]["separation"] == pytest.approx([one, one])
+    assert table["Dist-Margin, sym 0.4"]["separation"][1] < 1 < one
+    assert set(table["Dist-Margin, clean"]) == {"separation", "NMI", "NMI (modes)", "mode R@1"}
+    words = eps.collapse_words(table, ["clean", "sym 0.4"])
+    later = np.mean(table["Dist-Margin, sym 0.4"]["separation"])
+    assert f"- Dist-Margin: {one:.1f} (clean) to {later:.1f} (sym 0.4), towards collapse" in words
+    assert eps.collapse_words(table, ["clean"]) == "One noise setting only: no trend to read."
+    cfg = profiles.settings("eps", "glyphs2")
+    assert eps.noise_columns(cfg) == {"clean": 0.0, "sym 0.2": 0.2, "sym 0.4": 0.4}
+    fig = plots.collapse_curves(table, {"clean": 0.0, "sym 0.4": 0.4}, eps.COLLAPSE_ROWS)
+    lines = [bars.lines[0] for bars in fig.axes[0].containers]  # each row's errorbar: its data line
+    assert [bars.get_label() for bars in fig.axes[0].containers] == list(eps.COLLAPSE_ROWS)
+    assert np.allclose(lines[2].get_ydata(), [one, later]) and np.allclose(lines[2].get_xdata(), [0.0, 0.4])
+    assert lines[2].get_linestyle() == "--" and lines[3].get_linestyle() == "-"  # the baseline dashed, EPS solid
+    fig.clf()
+
+
+def test_fig_3b_scores_and_curve_and_the_all_positives_words():
+    from types import SimpleNamespace
+
+    from dml_tutorial import evidence, plots
+
+    def runs(*r1):
+        return [SimpleNamespace(metrics={"R@1": v}) for v in r1]
+
+    by_k = {("EPS + Dist-Margin", 2): runs(0.5, 0.6), ("EPS + Dist-Margin", 16): runs(0.7, 0.9),
+            ("Dist-Margin", 2): runs(0.4, 0.4), ("Dist-Margin", 16): runs(0.5, 0.7)}
+    scores = eps.positives_scores(by_k)
+    assert scores == {"EPS + Dist-Margin": {"2 per class": [0.5, 0.6], "16 per class": [0.7, 0.9]},
+                      "Dist-Margin": {"2 per class": [0.4, 0.4], "16 per class": [0.5, 0.7]}}
+    fig = plots.positives_curve(scores)
+    line = fig.axes[0].containers[0].lines[0]
+    assert np.allclose(line.get_xdata(), [2, 16]) and np.allclose(line.get_ydata(), [55, 80])
+    fig.clf()
+    r1 = {"Trip. + SH": [0.90, 0.92, 0.91], "Trip. + SH, all positives": [0.91, 0.95, 0.93],
+          "EPS + Trip. + SH": [0.89, 0.90, 0.92]}
+    run = {"chapter": "eps", "tables": [{"table": "Table 2", "id": tables.EPS_MAIN.id, "seeds": [0, 1, 2], "paper": {},
+                                         "measured": {row: {"R@1": v} for row, v in r1.items()}}]}
+    words = eps.all_positives_words([run])
+    own = evidence.describe(evidence.paired(r1["Trip. + SH"], r1["Trip. + SH, all positives"]))
+    with_eps = evidence.describe(evidence.paired(r1["Trip. + SH, all positives"], r1["EPS + Trip. + SH"]))
+    assert f"- Trip. + SH, all positives: against one random positive {own}; EPS + Trip. + SH against it " \
+           f"{with_eps}" in words
+    assert eps.all_positives_words([]).startswith("No test bed II run")

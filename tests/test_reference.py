@@ -224,3 +224,21 @@ def test_dml_tutorial_compare_exits_1_on_a_moved_number(tmp_path, capsys):
     fresh.write_text(json.dumps({**_seed_runs(gains, base)[4], "seeds": [4, 5]}))
     with pytest.raises(SystemExit):
         cli.main(["compare", str(fresh), "--results", str(tmp_path)])
+
+
+@pytest.mark.parametrize("chapter", sorted(chapters()), ids=str)
+def test_each_chapters_record_names_a_clean_commit_of_this_history(chapter):
+    """A record made from a tree with uncommitted changes names ``<commit>-dirty``: nobody can re-run what made its
+    numbers (`dml-tutorial run` from a committed tree; `git stash` first)."""
+    import subprocess
+
+    path = results_path(chapters()[chapter])
+    if not path.exists():
+        return
+    commit = json.loads(path.read_text())["commit"]
+    assert not commit.endswith("-dirty"), f"{path.name} was recorded from a dirty tree at {commit}: re-run it"
+    shallow = subprocess.run(["git", "rev-parse", "--is-shallow-repository"], cwd=ROOT, capture_output=True,
+                             text=True, check=False).stdout.strip()
+    if shallow != "true":  # a shallow clone (GitHub's checkout) holds only the newest commits
+        known = subprocess.run(["git", "merge-base", "--is-ancestor", commit, "HEAD"], cwd=ROOT, check=False)
+        assert known.returncode == 0, f"{path.name} names {commit}, not a commit of this history"
