@@ -287,6 +287,47 @@ def topline_ratios(results: dict, rates) -> dict:
                    for r in rates if r} for name in arms()}
 
 
+def by_rate(runs: dict, rates) -> dict:
+    """``{row: {"p = <rate>": [R@1 per seed]}}`` of a table of the grid (``{(row, rate): [Run per seed]}``), the
+    rows in the grid's order: the other recipes' table (:data:`RECIPES`)."""
+    return {row: {f"p = {r:g}": [x.metrics["R@1"] for x in runs[(row, r)]] for r in rates}
+            for row in dict.fromkeys(row for row, _ in runs)}
+
+
+def recipe_gaps(table: dict, recipes, rates) -> list[str]:
+    """One line a recipe of ``recipes`` (``{name: its overrides}``): random minus fixed semi-hard R@1, in points,
+    at each noise rate, the mean of the seeds' paired differences in ``table`` (:func:`by_rate`'s)."""
+    fixed, rand = PAIR
+    lines = []
+    for recipe, overrides in recipes.items():
+        gaps = [100 * np.mean(np.subtract(table[f"{rand}, {recipe}"][f"p = {r:g}"],
+                                          table[f"{fixed}, {recipe}"][f"p = {r:g}"])) for r in rates]
+        lines.append(f"{recipe} ({overrides}): random - fixed R@1 by p, points: "
+                     + ", ".join(f"{r:g}: {g:+.1f}" for r, g in zip(rates, gaps)))
+    return lines
+
+
+def checkpoint_table(runs: dict, steps, batches_per_epoch: int) -> dict:
+    """``{"<arm>, p = <rate>": {"<steps> steps": [unseen R@1 per seed]}}``: the long runs of :data:`CHECKPOINTS`
+    (``{(arm, rate): [Run per seed]}``, each with its per-epoch history) read at the epochs ending at ``steps``."""
+    at = [s // batches_per_epoch - 1 for s in steps]
+    return {f"{m}, p = {r:g}": {f"{s:,} steps": [x.history["unseen R@1"][i] for x in runs[(m, r)]]
+                                for s, i in zip(steps, at)} for (m, r) in runs}
+
+
+def checkpoint_gaps(table: dict, steps, rates) -> list[str]:
+    """One line a noisy rate of ``rates``: how much more random semi-hard leads fixed semi-hard there than at
+    p = 0, in points, at each of ``steps`` (means over seeds of :func:`checkpoint_table`'s values)."""
+    fixed, rand = PAIR
+
+    def lead(rate, column):
+        return np.mean(np.subtract(table[f"{rand}, p = {rate:g}"][column], table[f"{fixed}, p = {rate:g}"][column]))
+
+    columns = list(table[f"{fixed}, p = 0"])
+    return [f"random - fixed at p = {r:g} minus at p = 0, points: " + ", ".join(
+        f"{s:,} steps {100 * (lead(r, c) - lead(0, c)):+.1f}" for s, c in zip(steps, columns)) for r in rates if r]
+
+
 # --- section 2: the identity behind the bounds, measured on real inputs ---------------------------------------------
 #: The columns of :func:`risk_identity`'s arrays.
 IDENTITY_COLUMNS = ("clean", "noisy", "predicted", "hinge clean", "hinge noisy")

@@ -203,3 +203,41 @@ def test_the_noise_curves_draw_each_arm_against_its_topline_and_the_ratio():
     assert ratio == {n: [0.75] for n in guarantees.arms()}
     assert [ax.get_title() for ax in fig.axes[:3]] == list(guarantees.arms())
     plt.close(fig)
+
+
+def test_the_recipes_and_checkpoints_tables_and_their_gaps():
+    from types import SimpleNamespace
+
+    from dml_tutorial import experiment
+
+    fixed, rand = guarantees.PAIR
+
+    def runs(*r1, history=None):
+        return [SimpleNamespace(metrics={"R@1": v}, history={"unseen R@1": h}) for v, h in
+                zip(r1, history or [None] * len(r1))]
+
+    other = {(f"{fixed}, lr x 3", 0.0): runs(0.8, 0.7), (f"{rand}, lr x 3", 0.0): runs(0.8, 0.8),
+             (f"{fixed}, lr x 3", 0.4): runs(0.4, 0.3), (f"{rand}, lr x 3", 0.4): runs(0.6, 0.6)}
+    table = guarantees.by_rate(other, [0.0, 0.4])
+    assert table == {f"{fixed}, lr x 3": {"p = 0": [0.8, 0.7], "p = 0.4": [0.4, 0.3]},
+                     f"{rand}, lr x 3": {"p = 0": [0.8, 0.8], "p = 0.4": [0.6, 0.6]}}
+    gaps = [100 * experiment.paired_difference(other[(f"{fixed}, lr x 3", r)], other[(f"{rand}, lr x 3", r)],
+                                               "R@1")["mean"] for r in (0.0, 0.4)]
+    (line,) = guarantees.recipe_gaps(table, {"lr x 3": {"lr": 3e-3}}, [0.0, 0.4])
+    assert line == f"lr x 3 ({{'lr': 0.003}}): random - fixed R@1 by p, points: 0: {gaps[0]:+.1f}, 0.4: {gaps[1]:+.1f}"
+    # two epochs of 100 steps: the checkpoints at 100 and 200 steps read epochs 0 and 1
+    long_runs = {(fixed, 0.0): runs(0, 0, history=[[0.5, 0.6], [0.5, 0.8]]),
+                 (rand, 0.0): runs(0, 0, history=[[0.5, 0.7], [0.6, 0.7]]),
+                 (fixed, 0.4): runs(0, 0, history=[[0.4, 0.3], [0.4, 0.1]]),
+                 (rand, 0.4): runs(0, 0, history=[[0.5, 0.5], [0.4, 0.5]])}
+    curves = guarantees.checkpoint_table(long_runs, [100, 200], 100)
+    assert curves[f"{fixed}, p = 0.4"] == {"100 steps": [0.4, 0.4], "200 steps": [0.3, 0.1]}
+    (line,) = guarantees.checkpoint_gaps(curves, [100, 200], [0.0, 0.4])
+    # random's lead at p = 0.4 minus at p = 0: 100 steps (0.1 + 0) / 2 - (0 + 0.1) / 2 = 0; 200 steps
+    # (0.2 + 0.4) / 2 - (0.1 - 0.1) / 2 = 0.3
+    lead = {(r, s): np.mean(np.subtract(curves[f"{rand}, p = {r:g}"][s], curves[f"{fixed}, p = {r:g}"][s]))
+            for r in (0.0, 0.4) for s in ("100 steps", "200 steps")}
+    expected = [100 * (lead[(0.4, s)] - lead[(0.0, s)]) for s in ("100 steps", "200 steps")]
+    assert line == f"random - fixed at p = 0.4 minus at p = 0, points: 100 steps {expected[0]:+.1f}, " \
+                   f"200 steps {expected[1]:+.1f}"
+    assert expected == pytest.approx([0.0, 30.0])
