@@ -289,6 +289,24 @@ def pair_precision(record: dict) -> tuple[float, float]:
     return precision, record["class pairs"] / record["pairs"]
 
 
+#: The ablation's columns (Tables 1/2 and 5/6: Recall@K and NMI).
+COLUMNS = ("R@1", "R@2", "R@4", "R@8", "NMI")
+
+
+def ablation_table(ablation: dict, references: dict, kinds) -> dict:
+    """The ablation's table (:data:`dml_tutorial.tables.CBSWR_ABLATION`), ``{row: {column: [one per seed]}}`` over
+    :data:`COLUMNS`: each method's runs (``{method: [Run per seed]}``), then the reference rows of ``kinds`` from
+    ``references`` (``{(kind, ""): [Run per seed]}``, :func:`dml_tutorial.experiment.references`)."""
+    rows = {**ablation, **{kind: references[(kind, "")] for kind in kinds}}
+    return {row: {c: [r.metrics[c] for r in runs] for c in COLUMNS} for row, runs in rows.items()}
+
+
+def k_table(by_k: dict) -> dict:
+    """Table 4's numbers, ``{"K = <k>": {"R@1" ... "R@8": [one per seed]}}``, from CBSwR's runs at each number of
+    clusters (``{k: [Run per seed]}``), K ascending."""
+    return {f"K = {k}": {c: [r.metrics[c] for r in by_k[k]] for c in COLUMNS[:4]} for k in sorted(by_k)}
+
+
 def head_table(rows: dict, references: dict) -> dict:
     """The table of CBS with each cluster head, ``{row: {"R@1", "NMI"[, "pair precision", "chance"]: [one per
     seed]}}``: each row's runs (``{row: [Run]}``, SME first) with the last epoch's :func:`pair_precision` where the
@@ -597,6 +615,44 @@ def false_negative_rates(labels, clusters) -> dict:
         return float(same[negative].float().mean()) if negative.any() else float("nan")
 
     return {"instance negatives (SME)": rate(others), "cluster negatives (CBS, CBSwR)": rate(across)}
+
+
+def batch_false_negatives(objective: CBSwR, train, batch_size: int, batches: int = 20, seed: int = 0,
+                          device="cpu") -> dict:
+    """:func:`false_negative_rates` over ``batches`` batches of ``batch_size`` training samples (a permutation of
+    ``train`` by ``seed``) under ``objective``'s clusters: ``{method: mean rate}``, a mean over batches of each
+    batch's rate (NaN-skipping: a batch in one cluster has no cluster negative)."""
+    from .data import stack
+
+    rates, order = [], np.random.default_rng(seed).permutation(len(train))
+    for start in range(0, min(len(order), batches * batch_size), batch_size):
+        idx = np.sort(order[start:start + batch_size])
+        clusters = assignments(objective, stack(train, idx).to(device)).cpu()
+        rates.append(false_negative_rates(train.labels[idx], clusters))
+    return {name: float(np.nanmean([r[name] for r in rates])) for name in rates[0]} | {"batches": len(rates)}
+
+
+def heads_words(runs: list[dict]) -> str:
+    """Markdown: CBS with each cluster head against the linear head and against SME, unseen R@1 paired by seed (95%
+    intervals, not adjusted), and an SME variant against the run's SME, from ``runs`` (run files of the chapter's
+    test bed that hold the table "CBS with each cluster head")."""
+    from . import evidence, records
+
+    heads = records.merge_seeds(runs).get("CBS with each cluster head")
+    if not heads:
+        return "No test bed II run of the cluster heads is recorded."
+    r1 = {name: cols["R@1"] for name, cols in heads[0].items()}
+    linear = next(name for name in r1 if name.startswith("CBS, linear head"))
+    lines = [f"- {name}: {evidence.describe(evidence.paired(r1[linear], r1[name]))}; against SME "
+             f"{evidence.describe(evidence.paired(r1['SME'], r1[name]))}"
+             for name in r1 if name.startswith("CBS, ") and name != linear]
+    # the SME variant the run holds: before the released form became the ablation's SME, a run's "SME" kept the
+    # self-similarity and its variant left it out
+    lines += [f"- {variant}, against the run's SME: {evidence.describe(evidence.paired(r1['SME'], r1[variant]))}"
+              for variant in ("SME, with self-similarity", "SME, without self-similarity") if variant in r1]
+    return ("**The cluster head on test bed II.** Unseen R@1 of CBS with each head, against our linear head and "
+            "against SME, paired by seed (95% intervals, not adjusted: a description of the departures, not a "
+            "verdict):\n\n" + "\n".join(lines))
 
 
 @torch.no_grad()

@@ -473,3 +473,49 @@ def test_the_head_table_adds_the_last_epochs_pair_precision_where_a_row_clusters
     assert table["CBS, linear head (ours)"] == {"R@1": [0.6], "NMI": [0.45], "pair precision": [0.75],
                                                 "chance": [0.2]}  # 3 of its 4 cluster pairs share a class
     assert table["raw input"] == {"R@1": [0.2], "NMI": [0.1]}
+
+
+def test_false_negatives_over_batches_and_the_heads_words(monkeypatch):
+    from dml_tutorial import evidence
+    from dml_tutorial.data import ArrayDataset
+
+    rng = np.random.default_rng(0)
+    images = torch.as_tensor(rng.normal(size=(40, 1, 2, 2)), dtype=torch.float32)
+    train = ArrayDataset(images, torch.as_tensor(rng.integers(0, 3, 40)))
+    monkeypatch.setattr(clustering, "assignments", lambda objective, x: (x.flatten(1)[:, 0] > 0).long())
+    rates = clustering.batch_false_negatives(None, train, batch_size=8, batches=3, seed=1)
+    order = np.random.default_rng(1).permutation(40)
+    by_batch = [clustering.false_negative_rates(train.labels[np.sort(order[s:s + 8])],
+                                                (images[np.sort(order[s:s + 8])].flatten(1)[:, 0] > 0).long())
+                for s in (0, 8, 16)]
+    assert rates["batches"] == 3
+    for name in by_batch[0]:
+        assert rates[name] == pytest.approx(np.nanmean([b[name] for b in by_batch]))
+    r1 = {"SME": [0.60, 0.62, 0.61], "CBS, linear head (ours)": [0.58, 0.57, 0.60],
+          "CBS, released head (ablation)": [0.63, 0.66, 0.64], "SME, with self-similarity": [0.59, 0.60, 0.62]}
+    run = {"tables": [{"table": "CBS with each cluster head", "seeds": [0, 1, 2], "paper": {},
+                       "measured": {row: {"R@1": v} for row, v in r1.items()}}]}
+    words = clustering.heads_words([run])
+    linear, released = r1["CBS, linear head (ours)"], r1["CBS, released head (ablation)"]
+    assert (f"- CBS, released head (ablation): {evidence.describe(evidence.paired(linear, released))}; against "
+            f"SME {evidence.describe(evidence.paired(r1['SME'], released))}") in words
+    assert "- SME, with self-similarity, against the run's SME: " in words and words.count("\n- ") == 2
+    assert clustering.heads_words([]) == "No test bed II run of the cluster heads is recorded."
+
+
+def test_the_ablation_and_k_tables_read_every_column_of_each_run():
+    from types import SimpleNamespace
+
+    def runs(base):
+        return [SimpleNamespace(metrics={c: base + i / 100 + j / 1000 for j, c in enumerate(clustering.COLUMNS)})
+                for i in range(2)]
+
+    ablation = {"SME": runs(0.5), "CBSwR": runs(0.6)}
+    table = clustering.ablation_table(ablation, {("raw input", ""): runs(0.3), ("untrained network", ""): runs(0.2)},
+                                      ["raw input"])
+    assert list(table) == ["SME", "CBSwR", "raw input"]
+    assert table["CBSwR"]["R@4"] == pytest.approx([0.602, 0.612]) and table["raw input"]["NMI"] == pytest.approx(
+        [0.304, 0.314])
+    k = clustering.k_table({64: runs(0.7), 16: runs(0.6)})
+    assert list(k) == ["K = 16", "K = 64"] and list(k["K = 64"]) == ["R@1", "R@2", "R@4", "R@8"]
+    assert k["K = 64"]["R@8"] == pytest.approx([0.703, 0.713])
