@@ -36,7 +36,8 @@ def choices_beside_settings(run: dict) -> dict:
     """The 0.22.0 step on one run file (a copy; the same content when there is nothing to move)."""
     run = json.loads(json.dumps(run))
     settings, choices = run.get("settings", {}), dict(run.get("choices", {}))
-    if run.get("chapter") == "cbswr" and settings.get("head_candidates") and "head" in settings:
+    if run.get("chapter") == "cbswr" and settings.get("head_candidates") and "head" in settings \
+            and "head" not in choices:  # a file written since 0.22.0 records its head among its choices
         choices["head"] = settings.pop("head")
     if run.get("chapter") == "noise_guarantees" and settings.get("lr_candidates") and "lr" not in choices:
         searched = [t for t in run["tables"] if t["table"].startswith("The learning rate on the validation classes")]
@@ -45,7 +46,7 @@ def choices_beside_settings(run: dict) -> dict:
 
             choices["lr"] = settings["lr"]
             settings["lr"] = profiles.settings(run["chapter"], run["profile"]).lr
-    if choices:
+    if choices != run.get("choices", {}):  # something moved: the file predates 0.22.0
         keys = list(run)  # ``choices`` right after ``settings``, as report.run_file writes it
         run = {k: run[k] for k in keys[: keys.index("settings") + 1] if k != "choices"} | {"choices": choices} | {
             k: run[k] for k in keys[keys.index("settings") + 1:] if k != "choices"}

@@ -126,10 +126,7 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                                                      "paper's +23.8)"},
                       "ecaml": {**_FACES_AND_START, "lambda_scales": "EC's weight searched with each row's rate and "
                                 "length (ecaml.best_shots), not alone; the setting is gone",
-                                **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}},
-                      "cbswr": {**_FACES_AND_START, **{k: "each arm's best shot (clustering.best_shots)"
-                                                       for k in ("search_lrs", "search_lr_start", "search_lengths",
-                                                                 "search_every", "tau_ladder", "gamma_ladder")}}}
+                                **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}}}
 _NOISES = (None, ("symmetric", 0.3), ("asymmetric", 0.2))
 _SUBCLUSTERS = (None, ("symmetric", 0.2), ("symmetric", 0.4))
 _CUB = {"dataset": "cub200", "compare_with": "CUB"}

@@ -135,6 +135,11 @@ def test_the_migration_moves_a_written_back_choice_and_leaves_a_converted_file_a
     assert new["choices"] == {"head": "released"} and "head" not in new["settings"]
     assert list(new).index("choices") == list(new).index("settings") + 1
     assert migrate.choices_beside_settings(new) == new
+    # a file written since 0.22.0: its head setting ("linear") and its chosen head side by side, left alone (the
+    # step once moved the setting over the choice)
+    current = json.loads((ROOT / "data/results/cbswr/glyphs2_seed-0.json").read_text())
+    assert current["settings"]["head"] == "linear" and "head" in current["choices"]
+    assert migrate.choices_beside_settings(current) == current
     assert migrate.main(["--check"]) == 0  # every committed record is in the current schema
 
 
