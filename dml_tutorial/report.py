@@ -164,15 +164,39 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() or c in "-_" else "-" for c in name).strip("-") or "figure"
 
 
+def _outputs_only(path: str, root: Path) -> bool:
+    """Whether a changed tracked file holds only what running a chapter writes: a chapter's record
+    (``notebooks/*.results.json``), or a chapter notebook whose cells' sources are the commit's (re-executed in
+    place: its outputs, counts and metadata differ)."""
+    if not path.startswith("notebooks/") or not path.endswith((".ipynb", ".results.json")):
+        return False
+    if path.endswith(".results.json"):
+        return True
+    try:
+        committed = subprocess.run(["git", "show", f"HEAD:{path}"], cwd=root, capture_output=True, text=True,
+                                   check=True).stdout
+        now = (Path(root) / path).read_text()
+    except (OSError, subprocess.CalledProcessError):
+        return False
+
+    def sources(text):
+        return [(c["cell_type"], "".join(c["source"])) for c in json.loads(text)["cells"]]
+
+    return sources(committed) == sources(now)
+
+
 def git_commit(root: Path = ROOT) -> str:
-    """The checked-out commit, with ``-dirty`` when tracked files differ from it; ``"unknown"`` outside git."""
+    """The checked-out commit, with ``-dirty`` when tracked files differ from it (other than a chapter re-executed
+    in place, :func:`_outputs_only`: `dml-tutorial run` of one chapter after another); ``"unknown"`` outside git."""
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, check=True)
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
-                               capture_output=True, text=True, check=True)
+        status = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=root,
+                                capture_output=True, text=True, check=True)
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
-    return commit.stdout.strip() + ("-dirty" if dirty.stdout.strip() else "")
+    changed = [line[3:] for line in status.stdout.splitlines() if line.strip()]
+    dirty = [path for path in changed if not _outputs_only(path, root)]
+    return commit.stdout.strip() + ("-dirty" if dirty else "")
 
 
 def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float,

@@ -449,3 +449,32 @@ def test_seed_lines_and_figure_show_a_recorded_run_in_view(tmp_path, monkeypatch
     report.figure("dcdl", "nothing", results=tmp_path)
     assert [s.data for s in shown[-2:]] == ["*No glyphs2 run of dcdl has recorded the table 'Table 9' yet.*",
                                             "*No glyphs2 run of dcdl has recorded the figure 'nothing' yet.*"]
+
+
+def test_a_tree_with_chapters_re_executed_in_place_is_still_the_commit(tmp_path):
+    """`dml-tutorial run a` then `run b`: b's record must name the commit, not ``-dirty`` because a's outputs
+    changed; an edited cell source, or any other file, makes the tree dirty."""
+
+    def git(*args):
+        return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path,
+                              check=True, capture_output=True, text=True).stdout.strip()
+
+    (tmp_path / "notebooks").mkdir()
+    notebook = {"cells": [{"cell_type": "code", "source": ["print(1)"], "outputs": [], "metadata": {}}]}
+    (tmp_path / "notebooks" / "01_a.ipynb").write_text(json.dumps(notebook))
+    (tmp_path / "notebooks" / "01_a.results.json").write_text("{}")
+    (tmp_path / "setup.py").write_text("")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-qm", "x")
+    head = git("rev-parse", "HEAD")
+    executed = {"cells": [{**notebook["cells"][0], "outputs": [{"text": "1"}], "execution_count": 1}]}
+    (tmp_path / "notebooks" / "01_a.ipynb").write_text(json.dumps(executed))
+    (tmp_path / "notebooks" / "01_a.results.json").write_text('{"tables": []}')
+    assert report.git_commit(tmp_path) == head
+    (tmp_path / "notebooks" / "01_a.ipynb").write_text(json.dumps(
+        {"cells": [{**notebook["cells"][0], "source": ["print(2)"]}]}))
+    assert report.git_commit(tmp_path) == head + "-dirty"
+    (tmp_path / "notebooks" / "01_a.ipynb").write_text(json.dumps(executed))
+    (tmp_path / "setup.py").write_text("# changed")
+    assert report.git_commit(tmp_path) == head + "-dirty"
