@@ -338,6 +338,87 @@ def edges_text(edges: dict, label=str) -> str:
             + "; ".join(parts) + ".") if parts else ""
 
 
+def weight_text(profile: str) -> str:
+    """Markdown: the weight lambda on a test bed's committed runs, each weight of Table 3 against lambda = 0 (the
+    triplet alone) paired by seed (95% intervals, not adjusted: a dose-response); on test bed II also where the
+    validated weights come from (:func:`validated_text`) and where the runs' own searches stopped at an edge
+    (:func:`search_edges`)."""
+    from . import evidence, report
+    from .labels import label_tex
+
+    weights = report.recorded("dcdl", profile).get(tables.DCDL_WEIGHT.id, {})
+    lines = [f"- {label_tex(row)}, lambda {lam}: " + evidence.describe(evidence.paired(cols["0.0"], cols[lam]))
+             for row, cols in weights.items() for lam in sorted(cols, key=float) if float(lam) > 0]
+    if not lines:
+        text = f"No `{profile}` run of Table 3 is recorded yet."
+    else:
+        text = (f"**The weight on the `{profile}` runs** (their Table 3: accuracy of each weight against lambda = 0, "
+                "the triplet alone, paired by seed; 95% intervals, not adjusted: a dose-response; the findings box "
+                "gives the verdicts at the paper's weights and at the validated ones):\n\n" + "\n".join(lines))
+    if profile != "glyphs2":
+        return text
+    edges = edges_text(search_edges(report.runs_of("dcdl", profile)), label_tex)  # silent until one
+    return "\n\n".join(filter(None, [text, validated_text(), edges]))
+
+
+def validated_text() -> str:
+    """Where the findings' validated weights come from (test bed I's bench), beside what test bed II's bench
+    search chose on each seed."""
+    from . import bench, report
+    from .claims import DCDL_VALIDATED
+    from .labels import label_tex
+
+    fixed = ", ".join(f"{label_tex('L^' + t)} {lam}" for t, lam in DCDL_VALIDATED.items())
+    text = (f"The validated weights of the findings ({fixed}) are test bed I's: its bench searched them on "
+            "validation characters.")
+    searches = {t["seeds"][0]: bench.recorded_choice(t["measured"])  # each seed its own search
+                for r in report.load_runs() if r["chapter"] == "bench" and r.get("profile") == "glyphs2"
+                for t in r["tables"] if t["table"] == "Search: MAP@R on the validation classes"}
+    if not searches:
+        return text
+    seeds = sorted(searches)
+    picks = "; ".join(f"{label_tex('L^' + t)} " + ", ".join(f"{searches[s]['Triplet + L^' + t][0]:g}" for s in seeds)
+                      for t in DCDL_VALIDATED)
+    return text + f" Test bed II's bench search chose, on seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}: " \
+                  f"{picks}."
+
+
+#: The two edge checks of the search (benchmarks/bench_dcdl_edges.py, run after the claims' runs: they decide no
+#: word): ``{check: (what it searched again, the rows its lines compare)}``.
+EDGE_CHECKS = {"short-noisy": ("30% symmetric noise, a checkpoint after every epoch up to 5",
+                               ["L_Trip", "L_Trip + L^W", "L_Trip + L^W-GeomLoss"]),
+               "long-clean": ("clean labels, up to 60 epochs at the chapter's rates", ["L_Trip", "L_Trip + L^W-GeomLoss"])}
+
+
+def edge_check_lines(summary: dict, rows) -> list[str]:
+    """Each row searched again against the chapter's training of it, then each term row against the baseline
+    searched again (a term row not searched: the chapter's), from a check's committed ``summary``."""
+    from .labels import label_tex as t
+
+    again = ": searched again against the chapter's"
+    return [f"  - {t(row)}, searched again, against the chapter's: {summary[row + again]}"
+            for row in rows if row + again in summary] + [
+        f"  - {t(row)} against {t('L_Trip')} searched again: {summary[key]}"
+        for row in rows if (key := f"{row} against L_Trip") in summary]
+
+
+def edge_checks_text(folder) -> str:
+    """Markdown: :data:`EDGE_CHECKS` as ``benchmarks/bench_dcdl_edges.py`` summarised its committed results in
+    ``folder`` (``dcdl_edges_<check>_cpu.json``), or how to run a check that is not there."""
+    import json
+
+    lines = []
+    for check, (searched, rows) in EDGE_CHECKS.items():
+        path = folder / f"dcdl_edges_{check}_cpu.json"
+        if not path.exists():
+            lines.append(f"- `{check}`: not run here (`python benchmarks/bench_dcdl_edges.py {check}`)")
+            continue
+        lines += [f"- **`{check}`** ({searched}):", *edge_check_lines(json.loads(path.read_text())["summary"], rows)]
+    return ("**The search's edges, checked** (paired by seed; 95% intervals, not adjusted; a row searched again is "
+            "trained at its new choice on the whole training split and probed on the unseen faces):\n\n"
+            + "\n".join(lines))
+
+
 def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spread: float = 0.01, seed: int = 0):
     """Embeddings of one batch in which every class is compact (unit vectors within ``spread`` of its centre), as
     a trained network leaves them: ``"apart"``, each class at its own random direction; ``"simplex"``, the

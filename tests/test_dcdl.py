@@ -1,6 +1,7 @@
 """The DCDL objective (eq. 5): the sum of its named terms with the paper's settings, the table row names, and the
 paper's numbers as quoted (checked against each other where the paper repeats a number)."""
 
+import json
 import math
 
 import numpy as np
@@ -8,7 +9,7 @@ import pytest
 import torch
 from helpers import load_benchmark
 
-from dml_tutorial import dcdl, experiment, losses, noise, profiles, train
+from dml_tutorial import dcdl, experiment, losses, noise, profiles, tables, train
 from dml_tutorial.discrepancy import classwise_discrepancy
 
 
@@ -387,3 +388,28 @@ def test_the_weight_sweep_reads_lambda_0_and_the_papers_weight_from_tables_1_4_a
     assert sweep[("L_Trip + L^W", 0.1)] == "W at 0.1" and ("L_Trip + L^W-GeomLoss", 0.0) not in sweep
     # each term at 0, at the paper's weight and at the 7 swept; L^L's paper weight 0.2 is also a swept one
     assert len(sweep) == 2 * (2 + len(cfg.lambdas)) - 1
+
+
+def test_the_weight_and_edge_check_words_read_the_records(monkeypatch, tmp_path):
+    from dml_tutorial import evidence, report
+    from dml_tutorial.labels import label_tex
+
+    table = {"L_Trip + L^W": {"0.0": [0.50, 0.52, 0.51], "0.1": [0.55, 0.56, 0.52], "1.0": [0.40, 0.45, 0.41]}}
+    monkeypatch.setattr(report, "recorded", lambda chapter, profile: {tables.DCDL_WEIGHT.id: table})
+    monkeypatch.setattr(report, "runs_of", lambda chapter, profile: [])
+    monkeypatch.setattr(report, "load_runs", list)
+    text = dcdl.weight_text("fashion")
+    cols = table["L_Trip + L^W"]
+    for lam in ("0.1", "1.0"):
+        line = f"- {label_tex('L_Trip + L^W')}, lambda {lam}: {evidence.describe(evidence.paired(cols['0.0'], cols[lam]))}"
+        assert line in text
+    assert text.count("\n- ") == 2 and "validation characters" not in text  # test bed II adds where weights come from
+    assert "The validated weights of the findings" in dcdl.weight_text("glyphs2")
+    monkeypatch.setattr(report, "recorded", lambda chapter, profile: {})
+    assert dcdl.weight_text("fashion") == "No `fashion` run of Table 3 is recorded yet."
+    summary = {"L_Trip: searched again against the chapter's": "+1.0 points", "L_Trip + L^W against L_Trip": "-2.0"}
+    (tmp_path / "dcdl_edges_short-noisy_cpu.json").write_text(json.dumps({"summary": summary}))
+    text = dcdl.edge_checks_text(tmp_path)
+    assert f"  - {label_tex('L_Trip')}, searched again, against the chapter's: +1.0 points" in text
+    assert f"  - {label_tex('L_Trip + L^W')} against {label_tex('L_Trip')} searched again: -2.0" in text
+    assert "- `long-clean`: not run here (`python benchmarks/bench_dcdl_edges.py long-clean`)" in text
