@@ -338,6 +338,43 @@ def edges_text(edges: dict, label=str) -> str:
             + "; ".join(parts) + ".") if parts else ""
 
 
+def during_table(table1: dict, local: str, terms) -> dict:
+    """What the chapter records during training (Tables 1/4, clean labels; issue #48), ``{row: {"<curve>, first
+    epoch" / "<curve>, last epoch": [one per seed]}}`` for ``local`` alone and with each of ``terms``, from Table 1's
+    runs ``{(row, column): [Run]}``: the local loss and the within-class spread on the fixed batch (x 100), and
+    each term's share of the pull (:func:`dml_tutorial.objective.pull_share`, NaN where neither term pulls). The last
+    epoch is each row's own length; a profile without clean labels gives ``{}``."""
+    from .objective import pull_share
+
+    during = {}
+    for term in [None, *terms]:
+        runs = table1.get((label(local, term), "clean"))
+        if not runs:
+            continue
+        curves = {f"{label(local)} x 100": [r.history[label(local)] for r in runs],
+                  "spread x 100": [r.history["within-class spread"] for r in runs]}
+        if term:
+            curves["term's share (%)"] = pull_share(runs, term, label(local)).tolist()
+        during[label(local, term)] = {f"{name}, {when} epoch": [c[e] for c in values] for name, values in curves.items()
+                                      for when, e in (("first", 0), ("last", -1))}
+    return during
+
+
+def step_cost_line(path) -> str:
+    """The training step's cost with the term, from ``benchmarks/bench_discrepancy.py``'s committed result at
+    ``path`` beside the paper's own figure, or how to measure it where there is none."""
+    import json
+    from pathlib import Path
+
+    if not Path(path).exists():
+        return "run `python benchmarks/bench_discrepancy.py` from the repository to measure the step on this machine"
+    result = json.loads(Path(path).read_text())
+    step = result["training_step"]
+    return (f"VGG-9 step, batch 100, {result['device']} ({result['threads']} threads, {result['date']}): "
+            f"L_Trip {step['ms']['L_Trip']:.0f} ms, L_Trip + 0.5 L^W {step['ms']['L_Trip + 0.5 L^W']:.0f} ms, "
+            f"ratio {step['ratio']:.2f}x (paper, its GPU: 0.61 / 0.53 s per epoch = 1.15x)")
+
+
 def weight_text(profile: str) -> str:
     """Markdown: the weight lambda on a test bed's committed runs, each weight of Table 3 against lambda = 0 (the
     triplet alone) paired by seed (95% intervals, not adjusted: a dose-response); on test bed II also where the

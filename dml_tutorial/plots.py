@@ -742,3 +742,37 @@ def positives_curve(scores: dict, title: str = "Fig. 3b, with and without EPS"):
            ylabel="unseen-class Recall@1 (%)", title=title)
     ax.legend(fontsize=8)
     return fig
+
+
+def batch_transport(embeddings: dict, labels, seed: int = 0, classes: int = 4, per_class: int = 8):
+    """DCDL's class-wise term on one batch, drawn: for each of ``embeddings`` (``{name: [n, d] tensor}``), the exact
+    transport plan (POT's ``ot.emd``, uniform weights, squared Euclidean cost in the embedding space) between the
+    first test class and the rest of a batch of up to ``per_class`` images of each of the first ``classes``
+    classes (``labels``; drawn by ``seed``), drawn in the batch's first two principal axes, with its cost. Returns
+    the figure."""
+    import ot
+    from sklearn.decomposition import PCA
+
+    labels = np.asarray(labels)
+    rng = np.random.default_rng(seed)
+    k = int(labels[0])  # one class of the test split against the other classes of a batch
+
+    def members(c):
+        index = np.flatnonzero(labels == c)
+        return rng.choice(index, min(per_class, len(index)), replace=False)
+
+    batch = np.concatenate([members(c) for c in np.unique(labels)[:classes]])
+    if k not in labels[batch]:
+        batch = np.concatenate([batch, members(k)])
+    mine_mask = labels[batch] == k
+    fig, axes = plt.subplots(1, len(embeddings), figsize=(10, 3.2), constrained_layout=True)
+    for ax, (name, z) in zip(np.atleast_1d(axes), embeddings.items()):
+        zb = z[batch].double()
+        mine, rest = zb[mine_mask].numpy(), zb[~mine_mask].numpy()
+        cost_matrix = ot.dist(mine, rest)
+        coupling = ot.emd(np.full(len(mine), 1 / len(mine)), np.full(len(rest), 1 / len(rest)), cost_matrix)
+        xy = PCA(2).fit_transform(zb.numpy())
+        transport_panel(ax, xy[mine_mask], xy[~mine_mask], coupling,
+                        f"{name}\nOT cost {float((coupling * cost_matrix).sum()):.2f}")
+    fig.suptitle(f"Class {k} (blue) against the rest of a batch (orange): the exact transport plan")
+    return fig

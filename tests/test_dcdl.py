@@ -413,3 +413,31 @@ def test_the_weight_and_edge_check_words_read_the_records(monkeypatch, tmp_path)
     assert f"  - {label_tex('L_Trip')}, searched again, against the chapter's: +1.0 points" in text
     assert f"  - {label_tex('L_Trip + L^W')} against {label_tex('L_Trip')} searched again: -2.0" in text
     assert "- `long-clean`: not run here (`python benchmarks/bench_dcdl_edges.py long-clean`)" in text
+
+
+def test_the_during_training_table_and_the_step_cost_line(tmp_path):
+    from types import SimpleNamespace
+
+    local = "trip"
+
+    def run(loss, spread, pulls=None):  # a history of three epochs
+        history = {dcdl.label(local): loss, "within-class spread": spread, **(pulls or {})}
+        return SimpleNamespace(history=history)
+
+    table1 = {(dcdl.label(local), "clean"): [run([3, 2, 1], [9, 8, 7]), run([4, 3, 2], [6, 5, 4])],
+              (dcdl.label(local, "W"), "clean"): [
+                  run([3, 2, 2], [9, 8, 8], {"|grad| W": [1, 0, 3], f"|grad| {dcdl.label(local)}": [1, 0, 1]})]}
+    during = dcdl.during_table(table1, local, ["W", "L"])  # no L row: left out
+    assert list(during) == [dcdl.label(local), dcdl.label(local, "W")]
+    assert during[dcdl.label(local)] == {"L_Trip x 100, first epoch": [3, 4], "L_Trip x 100, last epoch": [1, 2],
+                                         "spread x 100, first epoch": [9, 6], "spread x 100, last epoch": [7, 4]}
+    share = during[dcdl.label(local, "W")]
+    assert share["term's share (%), first epoch"] == [0.5] and share["term's share (%), last epoch"] == [0.75]
+    assert dcdl.during_table({}, local, ["W"]) == {}
+    path = tmp_path / "discrepancy.json"
+    assert dcdl.step_cost_line(path).startswith("run `python benchmarks/bench_discrepancy.py`")
+    path.write_text(json.dumps({"device": "cpu", "threads": 2, "date": "2026-12-05", "training_step": {
+        "ms": {"L_Trip": 100.4, "L_Trip + 0.5 L^W": 401.0}, "ratio": 3.994}}))
+    assert dcdl.step_cost_line(path) == ("VGG-9 step, batch 100, cpu (2 threads, 2026-12-05): L_Trip 100 ms, "
+                                         "L_Trip + 0.5 L^W 401 ms, ratio 3.99x (paper, its GPU: 0.61 / 0.53 s per "
+                                         "epoch = 1.15x)")

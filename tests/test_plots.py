@@ -359,3 +359,14 @@ def test_embedding_plots_name_cjk_classes_by_their_characters_where_a_cjk_font_i
     fig = plots.embedding_plots(z, y, names=["一", "二", "三"], methods=("t-SNE",))
     assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["0", "1", "2"]
     plt.close(fig)
+
+
+def test_the_batch_transport_figure_draws_the_exact_plan_and_its_cost():
+    labels = np.array([0, 0, 0, 1, 1, 1, 2, 2, 2])
+    z = torch.tensor([[0.0, 0.0]] * 3 + [[1.0, 0.0]] * 3 + [[0.0, 2.0]] * 3)
+    fig = plots.batch_transport({"apart": z, "together": z / 1000}, labels, seed=0)
+    titles = [ax.get_title() for ax in fig.axes]
+    # class 0 against the six others, uniform weights: half the mass moves 1 (squared distance 1), half 4
+    assert titles == ["apart\nOT cost 2.50", "together\nOT cost 0.00"]
+    assert fig._suptitle.get_text().startswith("Class 0 (blue) against the rest of a batch")
+    plt.close(fig)
