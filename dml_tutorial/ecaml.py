@@ -429,3 +429,98 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     return experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,
                                          progress=progress, checkpoint=checkpoint,
                                          curves=spec.options.get("curves", False), init=init, evaluate=evaluate)
+
+
+# --- EC during training, read from the recorded curves of Table 4's runs -------------------------------------------
+def pulls(table4: dict, locals_) -> dict:
+    """EC on the fixed batch after every epoch, ``{arm: {"share": [seeds, epochs] EC's share of the pull (NaN where
+    neither pulls), "value": the mean EC per epoch, or None for the released EC (log E, another scale), "local": the
+    metric loss's place in ``locals_``}}`` for each of ``locals_`` with EC and with the released EC (where Table 4's
+    runs ``{(row, ""): [Run]}`` hold it); ``{arm: None}`` for an arm whose search chose lambda = 0 (no EC to
+    follow)."""
+    import numpy as np
+
+    from .objective import pull_share
+
+    out = {}
+    for i, local in enumerate(locals_):
+        for arm in (label(local), label(local) + ", released EC"):
+            if (arm, "") not in table4:
+                continue
+            runs = table4[(arm, "")]
+            if runs[0].history.last.get("energy_confusion") is None:
+                out[arm] = None
+                continue
+            value = None if arm.endswith("released EC") else \
+                np.mean([r.history["energy_confusion"] for r in runs], axis=0)
+            out[arm] = {"share": pull_share(runs, "energy_confusion", NAMES[local]), "value": value, "local": i}
+    return out
+
+
+def pull_lines(curves: dict) -> list[str]:
+    """One line an arm of :func:`pulls`: EC's share of the pull (and EC's value) at the first and the last epoch,
+    means over seeds; or that its search chose lambda = 0."""
+    import numpy as np
+
+    lines = []
+    for arm, c in curves.items():
+        if c is None:
+            lines.append(f"{arm:29s} EC off: its search chose lambda = 0")
+            continue
+        share = np.nanmean(c["share"], axis=0)
+        text = f"{arm:29s} EC's share of the pull {share[0]:.2f} -> {share[-1]:.2f}"
+        lines.append(text + (f"; EC {c['value'][0]:.3f} -> {c['value'][-1]:.3f}" if c["value"] is not None else ""))
+    return lines
+
+
+def share_table(curves: dict) -> dict:
+    """The recorded table of :func:`pulls`: ``{arm: {"epoch 1": [share per seed], "epoch <last>": [...]}}``."""
+    return {arm: {"epoch 1": c["share"][:, 0].tolist(), f"epoch {c['share'].shape[1]}": c["share"][:, -1].tolist()}
+            for arm, c in curves.items() if c is not None}
+
+
+def silent_words(table4: dict, locals_) -> str:
+    """Markdown: when a metric loss falls silent on the fixed batch (no gradient at all: its share of the pull is
+    0, EC's 1), from the recorded pulls of each of ``locals_``' EC runs in Table 4 (``{(row, ""): [Run]}``)."""
+    import numpy as np
+
+    silent = []
+    for local in locals_:
+        runs, name = table4[(label(local), "")], NAMES[local]
+        quiet = (np.array([r.history[f"|grad| {name}"] for r in runs]) == 0).sum(0)
+        if quiet.any():
+            silent.append(f"- {label(local)}: from epoch {int(np.argmax(quiet > 0)) + 1}, its metric loss has no "
+                          f"gradient at all on the fixed batch in up to {quiet.max()} of {len(runs)} seeds (in those "
+                          "epochs EC's share is 1)")
+    if not silent:
+        return "No metric loss fell silent on the fixed batch in this run."
+    return ("A share of exactly 1 means the metric loss has stopped pulling: for the triplet loss, FaceNet's semi-hard "
+            "band (`negatives=\"semihard-band\"`) holds no negative once the seen classes separate, so the triplet "
+            "falls silent and EC alone moves the embedding; seeds going in and out of that silence make the curve "
+            "saw. `sampling` offers Roth et al.'s fallback, a random negative where the band is empty "
+            "(`\"semihard-band-or-random\"`).\n\n" + "\n".join(silent))
+
+
+# --- Table 2: the embedding size ------------------------------------------------------------------------------------
+def dims_table(by_dim: dict, base_loss: str, dims) -> dict:
+    """Table 2's recorded numbers, ``{"<row> <metric>": {"d = <d>": [one per seed]}}`` for R@1 and NMI of
+    ``base_loss`` without EC (lambda = 0) and with it, from the runs ``{(row, d): [Run per seed]}``."""
+    return {f"{name} {m}": {f"d = {d}": [r.metrics[m] for r in by_dim[(name, d)]] for d in dims}
+            for m in ("R@1", "NMI") for name in (label(base_loss, 0.0), label(base_loss))}
+
+
+def dims_paper() -> dict:
+    """Table 2 as the paper reports it (CARS), in :func:`dims_table`'s rows and columns."""
+    return {f"{name} {m}": {f"d = {d}": v[m] for d, v in REPORTED_DIM[name].items()}
+            for m in ("R@1", "NMI") for name in REPORTED_DIM}
+
+
+def dims_lines(by_dim: dict, base_loss: str, dims) -> list[str]:
+    """One line an embedding size: EC's gain on ``base_loss``'s unseen R@1, paired by seed (mean, std, p)."""
+    baseline, with_ec = label(base_loss, 0.0), label(base_loss)
+    lines = []
+    for d in dims:
+        diff = experiment.paired_difference(by_dim[(baseline, d)], by_dim[(with_ec, d)], "R@1")
+        lines.append(f"d = {d:3d}: {with_ec} - {baseline} R@1 {100 * diff['mean']:+5.1f} ± {100 * diff['std']:.1f} "
+                     f"points (p = {diff['p']:.2f})")
+    return lines

@@ -776,3 +776,27 @@ def batch_transport(embeddings: dict, labels, seed: int = 0, classes: int = 4, p
                         f"{name}\nOT cost {float((coupling * cost_matrix).sum()):.2f}")
     fig.suptitle(f"Class {k} (blue) against the rest of a batch (orange): the exact transport plan")
     return fig
+
+
+def ec_pulls(curves: dict, title: str = ""):
+    """EC during training (:func:`dml_tutorial.ecaml.pulls`): EC's value (left; EC as we write it only, the released
+    EC is on another scale) and its share of the pull at the embedding layer (right), means over seeds after each
+    epoch, one colour a metric loss, EC as released dashed. Returns the figure."""
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.6), constrained_layout=True)
+    for arm, c in curves.items():
+        if c is None:
+            continue
+        colour = PALETTE[c["local"]]
+        style = "--s" if arm.endswith("released EC") else "-o"
+        share = np.nanmean(c["share"], axis=0)
+        epochs = np.arange(1, len(share) + 1)
+        axes[1].plot(epochs, share, style, color=colour, label=arm)
+        if c["value"] is not None:
+            axes[0].plot(epochs, c["value"], style, color=colour, label=arm)
+    axes[0].set(xlabel="epoch", ylabel="EC, log(1 + L_ec), mean over class pairs", title="EC's value")
+    axes[1].set(xlabel="epoch", ylabel="|grad λ EC| / (|grad λ EC| + |grad L_m|)", ylim=(0, 1),
+                title="EC's share of the pull at the embedding layer")
+    for ax in axes:
+        ax.legend(fontsize=8)
+    fig.suptitle(title)
+    return fig

@@ -3,6 +3,7 @@ quoted tables agree where the paper repeats a number."""
 
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 import torch
 
@@ -245,3 +246,53 @@ def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_n
     main_run = next(s for s in ecaml.grid(cfg, [0]) if s.table == ecaml.MAIN)
     run(main_run)
     assert trained[-1][4:] == (None, True)  # no start, its curves
+
+
+def test_ecs_pulls_lines_table_figure_and_silent_words():
+    from dml_tutorial import plots
+    from dml_tutorial.train import History
+
+    def run(ec, pull_ec, pull_metric, name):
+        return SimpleNamespace(history=History([{"epoch": e + 1, "energy_confusion": ec[e], "|grad| energy_confusion":
+                                                 pull_ec[e], f"|grad| {name}": pull_metric[e]} for e in range(3)]))
+
+    table4 = {(ecaml.label("triplet"), ""): [run([0.5, 0.4, 0.3], [1, 1, 3], [1, 0, 1], "Triplet"),
+                                            run([0.3, 0.2, 0.1], [1, 1, 1], [3, 1, 0], "Triplet")],
+              (ecaml.label("binomial"), ""): [SimpleNamespace(history=History([{"epoch": 1, "loss": 1.0}]))]}
+    curves = ecaml.pulls(table4, ["triplet", "binomial"])
+    triplet = curves[ecaml.label("triplet")]
+    assert curves[ecaml.label("binomial")] is None  # its search chose lambda = 0
+    assert np.allclose(triplet["share"], [[0.5, 1.0, 0.75], [0.25, 0.5, 1.0]]) and triplet["local"] == 0
+    assert np.allclose(triplet["value"], [0.4, 0.3, 0.2])
+    lines = ecaml.pull_lines(curves)
+    assert lines[0] == f"{ecaml.label('triplet'):29s} EC's share of the pull 0.38 -> 0.88; EC 0.400 -> 0.200"
+    assert lines[1] == f"{ecaml.label('binomial'):29s} EC off: its search chose lambda = 0"
+    assert ecaml.share_table(curves) == {ecaml.label("triplet"): {"epoch 1": [0.5, 0.25], "epoch 3": [0.75, 1.0]}}
+    fig = plots.ec_pulls(curves, "t")
+    assert np.allclose(fig.axes[1].lines[0].get_ydata(), [0.375, 0.75, 0.875])
+    assert np.allclose(fig.axes[0].lines[0].get_ydata(), [0.4, 0.3, 0.2])
+    fig.clf()
+    words = ecaml.silent_words(table4, ["triplet"])  # no triplet pull: seed 1 in epoch 2, seed 2 in 3
+    assert f"- {ecaml.label('triplet')}: from epoch 2, its metric loss has no gradient at all on the fixed batch in " \
+           "up to 1 of 2 seeds" in words
+
+
+def test_table_2s_sizes_paper_and_gain_lines():
+    from dml_tutorial import experiment
+
+    def runs(*r1):
+        return [SimpleNamespace(metrics={"R@1": v, "NMI": v / 2}) for v in r1]
+
+    base, with_ec = ecaml.label("binomial", 0.0), ecaml.label("binomial")
+    by_dim = {(base, 16): runs(0.5, 0.6, 0.55), (with_ec, 16): runs(0.52, 0.61, 0.6),
+              (base, 64): runs(0.7, 0.7, 0.72), (with_ec, 64): runs(0.69, 0.72, 0.7)}
+    table = ecaml.dims_table(by_dim, "binomial", [16, 64])
+    assert list(table) == [f"{base} R@1", f"{with_ec} R@1", f"{base} NMI", f"{with_ec} NMI"]
+    assert table[f"{with_ec} NMI"] == {"d = 16": [0.26, 0.305, 0.3], "d = 64": [0.345, 0.36, 0.35]}
+    paper = ecaml.dims_paper()
+    assert all(paper[f"{name} R@1"][f"d = {d}"] == v["R@1"] for name in ecaml.REPORTED_DIM
+               for d, v in ecaml.REPORTED_DIM[name].items())
+    lines = ecaml.dims_lines(by_dim, "binomial", [16, 64])
+    diff = experiment.paired_difference(by_dim[(base, 64)], by_dim[(with_ec, 64)], "R@1")
+    assert lines[1] == f"d =  64: {with_ec} - {base} R@1 {100 * diff['mean']:+5.1f} ± {100 * diff['std']:.1f} " \
+                       f"points (p = {diff['p']:.2f})"
