@@ -601,3 +601,23 @@ def climbing(runs: list[dict]) -> str:
         return ""
     return (f" In {capped_} of the {chosen} lengths chosen (seeds x methods) the best validation checkpoint was the "
             "last one tried: still climbing at the budget's end.")
+
+
+def validated_text(runs: list[dict]) -> str:
+    """Where DCDL's validated weights in the findings come from (test bed I's bench), beside what test bed II's bench
+    search chose on each seed, from the run files ``runs`` (:func:`dml_tutorial.report.load_runs`)."""
+    from .labels import label_tex
+
+    fixed = ", ".join(f"{label_tex('L^' + t)} {lam}" for t, lam in claims.DCDL_VALIDATED.items())
+    text = (f"The validated weights of the findings ({fixed}) are test bed I's: its bench searched them on "
+            "validation characters.")
+    searches = {t["seeds"][0]: recorded_choice(t["measured"])  # each seed its own search
+                for r in runs if r["chapter"] == "bench" and r.get("profile") == "glyphs2"
+                for t in r["tables"] if t["table"] == "Search: MAP@R on the validation classes"}
+    if not searches:
+        return text
+    seeds = sorted(searches)
+    picks = "; ".join(f"{label_tex('L^' + t)} " + ", ".join(f"{searches[s]['Triplet + L^' + t][0]:g}" for s in seeds)
+                      for t in claims.DCDL_VALIDATED)
+    chose = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
+    return f"{text} Test bed II's bench search chose, on {chose}: {picks}."

@@ -375,15 +375,16 @@ def step_cost_line(path) -> str:
             f"ratio {step['ratio']:.2f}x (paper, its GPU: 0.61 / 0.53 s per epoch = 1.15x)")
 
 
-def weight_text(profile: str) -> str:
-    """Markdown: the weight lambda on a test bed's committed runs, each weight of Table 3 against lambda = 0 (the
-    triplet alone) paired by seed (95% intervals, not adjusted: a dose-response); on test bed II also where the
-    validated weights come from (:func:`validated_text`) and where the runs' own searches stopped at an edge
-    (:func:`search_edges`)."""
-    from . import evidence, report
+def weight_text(profile: str, recorded: dict, runs: list[dict], validated: str = "") -> str:
+    """Markdown: the weight lambda on a test bed's committed runs (``recorded``, their tables by id, and ``runs``,
+    their run files: :func:`dml_tutorial.report.recorded` and ``runs_of``), each weight of Table 3 against lambda =
+    0 (the triplet alone) paired by seed (95% intervals, not adjusted: a dose-response); on test bed II also where the
+    validated weights come from (``validated``: :func:`dml_tutorial.bench.validated_text`) and where the runs' own
+    searches stopped at an edge (:func:`search_edges`)."""
+    from . import evidence
     from .labels import label_tex
 
-    weights = report.recorded("dcdl", profile).get(tables.DCDL_WEIGHT.id, {})
+    weights = recorded.get(tables.DCDL_WEIGHT.id, {})
     lines = [f"- {label_tex(row)}, lambda {lam}: " + evidence.describe(evidence.paired(cols["0.0"], cols[lam]))
              for row, cols in weights.items() for lam in sorted(cols, key=float) if float(lam) > 0]
     if not lines:
@@ -394,30 +395,8 @@ def weight_text(profile: str) -> str:
                 "gives the verdicts at the paper's weights and at the validated ones):\n\n" + "\n".join(lines))
     if profile != "glyphs2":
         return text
-    edges = edges_text(search_edges(report.runs_of("dcdl", profile)), label_tex)  # silent until one
-    return "\n\n".join(filter(None, [text, validated_text(), edges]))
-
-
-def validated_text() -> str:
-    """Where the findings' validated weights come from (test bed I's bench), beside what test bed II's bench
-    search chose on each seed."""
-    from . import bench, report
-    from .claims import DCDL_VALIDATED
-    from .labels import label_tex
-
-    fixed = ", ".join(f"{label_tex('L^' + t)} {lam}" for t, lam in DCDL_VALIDATED.items())
-    text = (f"The validated weights of the findings ({fixed}) are test bed I's: its bench searched them on "
-            "validation characters.")
-    searches = {t["seeds"][0]: bench.recorded_choice(t["measured"])  # each seed its own search
-                for r in report.load_runs() if r["chapter"] == "bench" and r.get("profile") == "glyphs2"
-                for t in r["tables"] if t["table"] == "Search: MAP@R on the validation classes"}
-    if not searches:
-        return text
-    seeds = sorted(searches)
-    picks = "; ".join(f"{label_tex('L^' + t)} " + ", ".join(f"{searches[s]['Triplet + L^' + t][0]:g}" for s in seeds)
-                      for t in DCDL_VALIDATED)
-    return text + f" Test bed II's bench search chose, on seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}: " \
-                  f"{picks}."
+    edges = edges_text(search_edges(runs), label_tex)  # silent until one
+    return "\n\n".join(filter(None, [text, validated, edges]))
 
 
 #: The two edge checks of the search (benchmarks/bench_dcdl_edges.py, run after the claims' runs: they decide no

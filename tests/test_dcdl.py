@@ -390,23 +390,21 @@ def test_the_weight_sweep_reads_lambda_0_and_the_papers_weight_from_tables_1_4_a
     assert len(sweep) == 2 * (2 + len(cfg.lambdas)) - 1
 
 
-def test_the_weight_and_edge_check_words_read_the_records(monkeypatch, tmp_path):
-    from dml_tutorial import evidence, report
+def test_the_weight_and_edge_check_words_read_the_records(tmp_path):
+    from dml_tutorial import bench, evidence
     from dml_tutorial.labels import label_tex
 
     table = {"L_Trip + L^W": {"0.0": [0.50, 0.52, 0.51], "0.1": [0.55, 0.56, 0.52], "1.0": [0.40, 0.45, 0.41]}}
-    monkeypatch.setattr(report, "recorded", lambda chapter, profile: {tables.DCDL_WEIGHT.id: table})
-    monkeypatch.setattr(report, "runs_of", lambda chapter, profile: [])
-    monkeypatch.setattr(report, "load_runs", list)
-    text = dcdl.weight_text("fashion")
+    text = dcdl.weight_text("fashion", {tables.DCDL_WEIGHT.id: table}, [])
     cols = table["L_Trip + L^W"]
     for lam in ("0.1", "1.0"):
         line = f"- {label_tex('L_Trip + L^W')}, lambda {lam}: {evidence.describe(evidence.paired(cols['0.0'], cols[lam]))}"
         assert line in text
-    assert text.count("\n- ") == 2 and "validation characters" not in text  # test bed II adds where weights come from
-    assert "The validated weights of the findings" in dcdl.weight_text("glyphs2")
-    monkeypatch.setattr(report, "recorded", lambda chapter, profile: {})
-    assert dcdl.weight_text("fashion") == "No `fashion` run of Table 3 is recorded yet."
+    assert text.count("\n- ") == 2
+    validated = bench.validated_text([])
+    assert validated.startswith("The validated weights of the findings") and "chose" not in validated
+    assert validated in dcdl.weight_text("glyphs2", {tables.DCDL_WEIGHT.id: table}, [], validated)
+    assert dcdl.weight_text("fashion", {}, []) == "No `fashion` run of Table 3 is recorded yet."
     summary = {"L_Trip: searched again against the chapter's": "+1.0 points", "L_Trip + L^W against L_Trip": "-2.0"}
     (tmp_path / "dcdl_edges_short-noisy_cpu.json").write_text(json.dumps({"summary": summary}))
     text = dcdl.edge_checks_text(tmp_path)
