@@ -6,12 +6,16 @@ Le & Odobez 2018 do (section 6.1: the ratio to a topline trained on the 1 - p cl
     val = bench.validation_split(splits, held_out=2)            # inside the seen classes
     run = bench.run(splits, "Triplet + EC", cfg, value=0.1, seed=0)
     run.metrics  # {"MAP@R": ..., "R@1": ..., "NMI": ..., "seconds": ...}
+    choices = bench.best_shots(cfg, 0, trial_run)               # each row's rate, length and knob (issue #86)
+    specs = bench.grid(cfg, seeds, choices)                     # every training after the searches
 
 A method (:data:`METHODS`) is a local loss of the zoo with its sampling strategy, plus at most one class-wise term
 of :mod:`dml_tutorial.objective`, or an unsupervised method of :mod:`dml_tutorial.clustering` (SME, CBSwR), which
-sees no labels at all. Each has one hyperparameter, its ``knob``, with :data:`SEARCH_BUDGET` candidate values:
-the paper's own setting among them, and a ladder of values beyond them that a search's walk may climb
-(:func:`search`); a control (DCDL's triplet alone) keeps the one setting of the rows it is the base of. Each loss
+sees no labels at all. Each has one hyperparameter, its ``knob``, which the one search of
+:mod:`dml_tutorial.search` walks from the paper's own setting along a ladder, with its learning rate and its
+length (:func:`search_rule`), on held-out seen classes, each row on its own: every method on clean labels and
+every labelled one at each noise rate, on held-out labels as noisy (:func:`best_shots`); a control (DCDL's
+triplet alone) keeps the one setting of the rows it is the base of. Each loss
 keeps the reduction of its definition (:mod:`dml_tutorial.losses`: the triplet loss the mean over its sampled
 triplets, zeros included; the margin loss the mean over its non-zero terms; multi-similarity a mean over anchors,
 N-pair over anchor/positive pairs, binomial a mean over positive pairs plus one over negative pairs), each added
@@ -21,22 +25,20 @@ embeddings.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, tables, train
+from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, search, tables, train
+from . import noise as label_noise
 from .data import Splits
 from .labels import label_tex
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
 from .spec import RunSpec
-
-#: Candidates per method: every method but a control (:class:`Method`) gets exactly this many trainings at each
-#: of the search's first rates.
-SEARCH_BUDGET = 3
 
 
 @dataclass(frozen=True)
@@ -44,8 +46,9 @@ class Method:
     """``local`` (a key of :data:`dml_tutorial.objective.LOCAL`) with ``options`` (its sampling strategies), or the
     :mod:`~dml_tutorial.clustering` method ``unsupervised``; ``knob`` is the searched hyperparameter: a term of
     :data:`dml_tutorial.objective.TERMS` (its weight), ``"lr"`` (the learning rate), a local-loss option, or a
-    setting of the unsupervised method (``tau``, ``k``); ``values`` its candidates, the paper's default first;
-    ``ladder`` the values a search's walk may reach (:func:`next_trials`), in order, the candidates among them;
+    setting of the unsupervised method (``tau``, ``k``); ``values`` the paper's default, where every search
+    starts (:func:`search_rule`), then two others of test bed I's search; ``ladder`` the values a search's walk
+    may reach, in order, ``values`` among them;
     ``base`` the method whose loss this one adds its term (or its sampling) to, which :func:`term_gains` compares
     it with. A method with a single value is a control: its knob stays where the rows it is the base of keep it."""
 
@@ -152,95 +155,6 @@ def settings(name: str, cfg: BenchSettings, value=None, lr: float | None = None,
     return out.replace(**({"lr": lr} if lr is not None else {}), **({"epochs": int(epochs)} if epochs else {}))
 
 
-def length_trial(name: str, cfg: dict) -> tuple[int, int]:
-    """``(epochs, every)``: the longest training the choice of a length tries for method ``name`` (issue #48: a
-    method trained for a fixed, short budget is compared on its steep slope, not at its best), the profile's
-    ``length_factor`` times the method's own epochs (``unsup_epochs`` for the unsupervised ones), and its
-    checkpoints, every ``epochs / length_checkpoints`` epochs (at least 1; :func:`choose_lengths`)."""
-    factor, checkpoints = cfg.get("length_factor"), cfg.get("length_checkpoints")
-    if not factor or not checkpoints or factor < 1 or checkpoints < 1:
-        raise ValueError(f"the profile chooses no length: length_factor {factor}, length_checkpoints {checkpoints}")
-    epochs = int(factor * settings(name, cfg)["epochs"])
-    return epochs, max(1, epochs // int(checkpoints))
-
-
-def rates(name: str, cfg: dict) -> list:
-    """The learning rates the search tries for method ``name``: the profile's ``method_lrs`` (issue #48: every
-    method trained at one rate, while a recipe moved R@1 by 13-19 points), or ``[None]`` (the profile's own rate)
-    where it has none or the method's knob already is its rate."""
-    candidates = cfg.get("method_lrs") or []
-    return [None] if not candidates or method(name).knob == "lr" else list(candidates)
-
-
-def next_trials(results: dict, cfg: dict, metric: str = "MAP@R") -> dict:
-    """One step of the search's walk (issue #48: a method whose best setting sits at the edge of its grid has not
-    had its best shot). From the trials so far, ``{(name, (value, lr)): [Run per seed]}``, returns ``{name:
-    [(value, lr), ...]}``: from each method's best trial (by mean ``metric``, as :func:`choose` picks it), the
-    next point past it along each axis through it on which it is the highest or the lowest tried: its knob along
-    :attr:`Method.ladder` at the best rate (where the profile sets ``walk_knobs``), and its learning rate along the
-    profile's ``lr_ladder`` at the best value. A method whose best is flanked on both axes, or sits at the end of a
-    ladder, is left out: its walk is over."""
-    out = {}
-    for name, (value, lr) in choose(results, metric).items():
-        tried = [key for n, key in results if n == name]
-        steps = []
-        if cfg.get("walk_knobs") and method(name).ladder:
-            steps += [(v, lr) for v in ladder.beyond(value, [v for v, r in tried if r == lr], method(name).ladder)]
-        if cfg.get("lr_ladder") and lr is not None:
-            steps += [(value, r) for r in ladder.beyond(lr, [r for v, r in tried if v == value], cfg["lr_ladder"])]
-        if steps:
-            out[name] = steps
-    return out
-
-
-def search(names, cfg: dict, fit, metric: str = "MAP@R") -> dict:
-    """Each method's trials on a validation split: every value of its knob at each of its :func:`rates` (a grid),
-    then, where the profile sets a ``lr_ladder`` or ``walk_knobs``, the walk of :func:`next_trials` from the best,
-    until it is flanked on both axes or the ladders end (a pattern search). ``fit({(name, (value, lr)): kwargs of
-    run})`` trains one round and returns ``{(name, (value, lr)): [Run per seed]}``. Returns every trial, each
-    method's rows together: its values as it lists them (the paper's first, so that :func:`choose` breaks ties
-    for it), then those its walk added, each at its rates in order."""
-    trials = {n: [(v, lr) for v in method(n).values for lr in rates(n, cfg)] for n in names}
-    results = {}
-    while trials:
-        runs = fit({(n, key): {"name": n, "value": key[0], "lr": key[1], "measures": (metric,)}
-                    for n, keys in trials.items() for key in keys})
-        results = _in_order({**results, **runs}, names)
-        trials = next_trials(results, cfg, metric)
-    return results
-
-
-def sure_trials(name: str, cfg: dict) -> int:
-    """How many trials :func:`search` runs for method ``name`` whatever the scores, what a plan can count in
-    advance: the grid of its values and :func:`rates`, and the walk's first step along the rates where it starts
-    from two rates with a ladder rate beyond each (the better of two always sits at an edge). The rest of the
-    walk is counted once it has run (:func:`unplanned`)."""
-    start = rates(name, cfg)
-    grid = len(method(name).values) * len(start)
-    return grid if start == [None] else grid + ladder.sure_steps(start, cfg.get("lr_ladder"))
-
-
-def unplanned(searched: dict, cfg: dict) -> dict:
-    """``{name: trainings}``: what :func:`search` trained for each method beyond :func:`sure_trials`' count (every
-    search seed), from its trials ``{(name, (value, lr)): [Run per seed]}``: the walk's further steps, which the
-    chapter adds to its plan (:meth:`dml_tutorial.plan.Plan.add`) before checking it."""
-    ran, seeds = {}, {}
-    for (name, _), runs in searched.items():
-        ran[name], seeds[name] = ran.get(name, 0) + len(runs), len(runs)
-    return {name: n - seeds[name] * sure_trials(name, cfg) for name, n in ran.items()}
-
-
-def _in_order(results: dict, names) -> dict:
-    """``{(name, (value, lr)): runs}`` by method (as in ``names``), value (as its method lists them, then those
-    its walk added, in order) and rate."""
-    def key(item):
-        (name, (value, lr)), _ = item
-        values = method(name).values
-        listed = (values.index(value), 0.0) if value in values else (len(values), value)
-        return list(names).index(name), listed, lr or 0.0
-    return dict(sorted(results.items(), key=key))
-
-
 #: The bench's measures, in its tables' order.
 MEASURES = ("MAP@R", "R@1", "NMI")
 
@@ -267,88 +181,180 @@ def run(splits, name: str, cfg: dict, *, value=None, lr: float | None = None, se
     """Train method ``name`` (its knob at ``value``, at learning rate ``lr`` and for ``epochs`` where given) on
     ``splits.train`` and measure :func:`scores` (its ``measures``) on ``splits.test``; with ``every``, also the
     first of ``measures`` on ``splits.test`` after every ``every`` epochs and after the last, into the history (the
-    curve :func:`choose_lengths` reads, on a validation split). Supervised methods:
-    :func:`dml_tutorial.experiment.train_and_retrieve` on P x K batches (``cfg["p"]`` classes, at most as many as the
-    training split has, x ``cfg["k"]``, so the batch size is kept when a validation split has fewer classes), with
+    curve a search reads, on a validation split). :func:`fit` with the method's :func:`settings`."""
+    own = settings(name, cfg, value, lr, epochs)
+    if every is not None:
+        own = own.replace(eval_every=every)
+    return fit(splits, name, own, value=value, seed=seed, device=device, noise=noise, fraction=fraction,
+               measures=measures, curve=measures[0] if every is not None else None)
+
+
+def fit(splits, name: str, own, *, value=None, seed: int = 0, device="auto", noise=None, fraction: float = 1.0,
+        measures=MEASURES, curve: str | None = None) -> experiment.Run:
+    """Train method ``name`` with its own settings ``own`` (:func:`settings`: the bench's for a labelled method,
+    whose knob is ``value``; a :class:`~dml_tutorial.settings.CBSwRSettings` holding its knob for an unsupervised
+    one) and measure :func:`scores` on ``splits.test``; with ``curve``, that measure on ``splits.test`` every
+    ``own.eval_every`` epochs and after the last, into the history. Labelled methods:
+    :func:`dml_tutorial.experiment.train_and_retrieve` on P x K batches (``own.p`` classes, at most as many as the
+    training split has, x ``own.k``, so the batch size is kept when a validation split has fewer classes), with
     label ``noise`` and a ``fraction`` of the samples. Unsupervised methods:
     :func:`dml_tutorial.clustering.train_and_retrieve`; labels never reach them, so ``noise`` and ``fraction`` are
     refused. Either way only the test split is embedded, and measured once, here."""
-    m, cfg_m = method(name), settings(name, cfg, value, lr, epochs)
-    evaluate = None
-    if every is not None:
-        cfg_m = cfg_m.replace(eval_every=every)
-        evaluate = _checkpoint(splits.test, seed, measures[0], cfg)
+    m = method(name)
+    evaluate = None if curve is None else _checkpoint(splits.test, seed, curve, own)
     if m.supervised:
         classes = len(np.unique(splits.train.labels))
-        p = min(cfg["p"], classes)
-        result = experiment.train_and_retrieve(splits, make_loss(name, value), cfg_m, p=p,
-                                               k=cfg["p"] * cfg["k"] // p, seed=seed, device=device, noise=noise,
-                                               fraction=fraction, score=False, evaluate=evaluate)
+        p = min(own["p"], classes)
+        result = experiment.train_and_retrieve(splits, make_loss(name, value), own, p=p, k=own["p"] * own["k"] // p,
+                                               seed=seed, device=device, noise=noise, fraction=fraction,
+                                               score=False, evaluate=evaluate)
     else:
         if noise is not None or fraction != 1.0:
             raise ValueError(f"{name} trains without labels: label noise and the topline do not apply to it")
-        result = clustering.train_and_retrieve(splits, m.unsupervised, cfg_m, seed=seed, device=device, score=False,
+        result = clustering.train_and_retrieve(splits, m.unsupervised, own, seed=seed, device=device, score=False,
                                                evaluate=evaluate)
     seconds = result.metrics["seconds"]
-    result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, cfg.get("cluster_classes"),
+    result.metrics = {**scores(result.test_embeddings, splits.test.labels, seed, measures, own.get("cluster_classes"),
                                train.resolve_device(device)), "seconds": seconds}
     return result
 
 
 # --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
-#: The bench's tables, in the order it runs them: the search and the lengths on the validation split, then the
-#: bench and the noise rates on the chapter's split.
-SEARCH, LENGTH, MAIN, NOISE = "search", "length", "bench", "noise rates"
+#: The bench's tables, in the order it runs them: each row's search on the validation split, then the bench and
+#: the noise rates on the chapter's split.
+BEST_SHOT, MAIN, NOISE = "best shot", "bench", "noise rates"
 
 
-def trial_specs(trials: dict, cfg, seeds) -> list[RunSpec]:
-    """One round of :func:`search` as specs: each trial ``{(name, (value, lr)): kwargs of run}`` on the validation
-    split, on each of ``seeds``, its method the bench method's name and its options :func:`run`'s arguments."""
-    return [RunSpec(SEARCH, name, name, cfg, key, seed=s, split="validation",
-                    options={k: v for k, v in kwargs.items() if k != "name"})
-            for (name, key), kwargs in trials.items() for s in seeds]
+def row_name(name: str, rate: float = 0.0) -> str:
+    """A searched row: the method's name on clean labels, ``"<name>, p = <rate>"`` under symmetric noise."""
+    return name if not rate else f"{name}, p = {rate:g}"
+
+
+def rows(cfg) -> dict:
+    """``{row: (method, rate)}``: every method of the profile on clean labels, and every labelled one at each noisy
+    rate of ``cfg.rates``: each row searched on its own (issue #86: a noisy row on noisy held-out labels, not at
+    the setting its clean labels chose)."""
+    names = selected(cfg)
+    out = {row_name(n): (n, 0.0) for n in names}
+    out.update({row_name(n, r): (n, r) for r in cfg.rates if r for n in names if method(n).supervised})
+    return out
+
+
+def search_rule(cfg, name: str) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of method ``name``'s rows: its rate along ``cfg.search_lrs``
+    from ``cfg.search_lr_start``; its knob from the paper's value along its ladder, as every chapter's search
+    starts, a term's weight 0 always a candidate (:attr:`Method.values`, :attr:`Method.ladder`; a control keeps
+    its one value); its length from ``cfg.search_lengths`` (``cfg.unsup_search_lengths`` for an unsupervised method, whose
+    epochs are passes over the images), on the validation split's MAP@R (R@1 saturates on test bed II); ``None``
+    where the profile searches nothing (no ``search_lrs``)."""
+    if not cfg.search_lrs:
+        return None
+    m = method(name)
+    knob = None
+    if len(m.values) > 1:
+        knob = search.Axis(m.knob, m.ladder or m.values, m.values[:1], 0.0 if m.knob in TERMS else None)
+    lengths, every = ((cfg.search_lengths, cfg.search_every) if m.supervised else
+                      (cfg.unsup_search_lengths, cfg.unsup_search_every))
+    return search.Search("MAP@R", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), lengths, knob, every)
+
+
+def _row_spec(cfg, row: str, seed: int) -> RunSpec:
+    name, rate = rows(cfg)[row]
+    m = method(name)
+    return RunSpec(BEST_SHOT, row, name, settings(name, cfg), rate, seed=seed,
+                   options={"measures": ("MAP@R",), **_knob(m, m.values[0]), **_noisy(rate)})
+
+
+def _knob(m: Method, value) -> dict:
+    """A labelled method's knob, as a run's option (an unsupervised method's is a setting: :func:`settings`)."""
+    return {"value": value} if m.supervised else {}
+
+
+def _noisy(rate: float) -> dict:
+    return {"noise": ("symmetric", rate)} if rate else {}
+
+
+def _vary(spec: RunSpec, name: str, value) -> RunSpec:
+    """A search trial's knob: a labelled method's loss parameter (its option ``value``), an unsupervised one's
+    setting."""
+    if method(spec.method).supervised:
+        return dataclasses.replace(spec, options={**spec.options, "value": value})
+    return dataclasses.replace(spec, settings=spec.settings.replace(**{name: value}))
+
+
+def best_shots(cfg, seed: int, run) -> dict:
+    """Each row of :func:`rows` at its best shot (:func:`dml_tutorial.search.best_shot` under
+    :func:`search_rule`) on the validation split, its held-out labels as noisy as the row's, on ``seed``, each
+    trial run by ``run`` (:func:`run_spec`, through a grid's cache). Returns the run's choices, ``{"best shot":
+    {row: Choice as data}}`` (``{}`` where the profile searches nothing), which :func:`grid` applies and the run
+    file records."""
+    chosen = {row: search.best_shot(_row_spec(cfg, row, seed), rule, run, _vary).as_data()
+              for row, (name, _) in rows(cfg).items() if (rule := search_rule(cfg, name))}
+    return {"best shot": chosen} if chosen else {}
+
+
+def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+    """The trials :func:`best_shots` makes whatever the scores, for the plan (the walks': :func:`unplanned`)."""
+    return [trial for row, (name, _) in rows(cfg).items() if (rule := search_rule(cfg, name))
+            for trial in search.starting_trials(_row_spec(cfg, row, seed), rule, _vary)]
+
+
+def unplanned(cfg, choices: dict) -> int:
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    found = rows(cfg)
+    return search.walked(choices, lambda row: search_rule(cfg, found[row][0]))
+
+
+def trained(cfg, choices: dict | None, name: str, rate: float = 0.0) -> tuple:
+    """``(settings, options)`` of method ``name`` at noise ``rate`` as its row's search chose them (rate, length,
+    knob: :func:`dml_tutorial.search.chosen`); the profile's and the paper's knob where none searched it."""
+    m, values = method(name), search.chosen(choices, row_name(name, rate))
+    value = values.get(m.knob, m.values[0])
+    own = settings(name, cfg, value).replace(**{k: values[k] for k in ("lr", "epochs") if k in values})
+    return own, _knob(m, value)
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
-    """Every training of the bench after its search, at the run's ``choices`` (``{"value": {name: v}, "lr": {name:
-    lr}, "epochs": {name: e}}``: the search's knob and rate, the lengths' epochs; a method's defaults where
-    absent): the lengths (where the profile chooses them: each method trained to :func:`length_trial`'s longest
-    with MAP@R at its checkpoints, on the validation split, the first ``search_seeds`` seeds), the bench (every
-    method, all three measures) and the noise rates (each labelled method at each noisy rate and its topline, the
-    1 - p clean samples, R@1 only), each on every seed. Their method is the bench method's name, their options
-    :func:`run`'s arguments. The notebook runs them (:func:`run_spec`), the plan counts and times them, the cache
-    keys on them."""
-    choices, names = choices or {}, selected(cfg)
-    at = {n: {"value": choices.get("value", {}).get(n, method(n).values[0]), "lr": choices.get("lr", {}).get(n),
-              "epochs": choices.get("epochs", {}).get(n)} for n in names}
+    """Every training of the bench after its searches, at the run's ``choices`` (:func:`best_shots`: each row's
+    rate, length and knob; the profile's and the paper's where none searched): the bench (every method, all three
+    measures) and the noise rates (each labelled method at each noisy rate at its noisy row's choice, and its
+    topline, the 1 - p clean samples, at its clean row's: Le & Odobez's; R@1 only), each on every seed. Their
+    method is the bench method's name, their settings its own (:func:`settings`), their options :func:`fit`'s
+    arguments. The notebook runs them (:func:`run_spec`), the plan counts and times them, the cache keys on
+    them."""
+    names, seeds = selected(cfg), list(seeds)
     specs = []
-    if cfg.search_seeds and cfg.length_factor:
-        for n in names:
-            longest, every = length_trial(n, cfg)
-            specs += [RunSpec(LENGTH, n, n, cfg, (at[n]["value"], at[n]["lr"]), seed=s, split="validation",
-                              options={**at[n], "epochs": longest, "every": every, "measures": ("MAP@R",)})
-                      for s in list(seeds)[:cfg.search_seeds]]
-    specs += [RunSpec(MAIN, n, n, cfg, seed=s, options=at[n]) for n in names for s in seeds]
+    for n in names:
+        own, knob = trained(cfg, choices, n)
+        specs += [RunSpec(MAIN, n, n, own, seed=s, options=knob) for s in seeds]
     for n in [n for n in names if method(n).supervised]:
+        clean, clean_knob = trained(cfg, choices, n)
         for rate in [r for r in cfg.rates if r]:
-            noisy = {**at[n], "measures": ("R@1",)}
-            specs += [RunSpec(NOISE, n, n, cfg, (rate, "noisy"), seed=s,
-                              options={**noisy, "noise": ("symmetric", rate)}) for s in seeds]
-            specs += [RunSpec(NOISE, n, n, cfg, (rate, "topline"), seed=s, options={**noisy, "fraction": 1 - rate})
-                      for s in seeds]
+            own, knob = trained(cfg, choices, n, rate)
+            specs += [RunSpec(NOISE, n, n, own, (rate, "noisy"), seed=s,
+                              options={**knob, "measures": ("R@1",), **_noisy(rate)}) for s in seeds]
+            specs += [RunSpec(NOISE, n, n, clean, (rate, "topline"), seed=s,
+                              options={**clean_knob, "measures": ("R@1",), "fraction": 1 - rate}) for s in seeds]
     return specs
 
 
 def run_spec(splits: dict, device="auto"):
     """``run(spec) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one :class:`~dml_tutorial.spec.RunSpec`
-    of :func:`grid` or :func:`trial_specs` trained and measured by :func:`run` on ``splits[spec.split]``. A
-    ``functools.partial``, so that the cache's key holds the data it binds."""
+    of :func:`grid` or of a search, trained and measured by :func:`fit` on ``splits[spec.split]``. A search's
+    trial (``options["curve"]``) records its measure on the split's held-out classes at every checkpoint, their
+    labels as noisy as its training labels (:func:`dml_tutorial.noise.held_out_noise`). A ``functools.partial``,
+    so that the cache's key holds the data it binds."""
     return partial(_train_spec, splits=splits, device=device)
 
 
 def _train_spec(spec: RunSpec, *, splits: dict, device="auto") -> experiment.Run:
     """:func:`run_spec`'s runner."""
-    return run(splits[spec.split], spec.method, spec.settings, seed=spec.seed, device=device, **spec.options)
+    o, data = spec.options, splits[spec.split]
+    if "curve" in o:
+        data = dataclasses.replace(data, test=label_noise.held_out_noise(data.test, o.get("noise"), spec.seed))
+    return fit(data, spec.method, spec.settings, value=o.get("value"), seed=spec.seed, device=device,
+               noise=o.get("noise"), fraction=o.get("fraction", 1.0), measures=o.get("measures", MEASURES),
+               curve=o.get("curve"))
 
 
 def _checkpoint(test, seed: int, measure: str, cfg: dict):
@@ -373,39 +379,6 @@ def validation_split(splits, held_out: int = 2) -> Splits:
                   list(splits.class_names))
 
 
-def choose(results: dict, metric: str = "MAP@R") -> dict:
-    """``{name: value}``: for each method, the candidate whose runs reach the highest mean ``metric``, from
-    ``{(name, value): [Run per seed]}`` (ties: the first candidate listed, the paper's default)."""
-    best = {}
-    for (name, value), runs in results.items():
-        mean = float(np.mean([r.metrics[metric] for r in runs]))
-        if name not in best or mean > best[name][1]:
-            best[name] = (value, mean)
-    return {name: value for name, (value, _) in best.items()}
-
-
-def choose_lengths(results: dict, metric: str = "MAP@R") -> tuple[dict, dict]:
-    """Each method's training length, read from its checkpoints on a validation split (issue #48: every method
-    trained to where its validation curve stops rising, as Musgrave et al. 2020 keep each method's best validation
-    checkpoint). ``results``: ``{(name, (value, lr)): [Run per seed]}``, each run trained with checkpoints
-    (:func:`run` with ``every``) at the method's chosen setting. The length is the checkpoint with the highest
-    mean ``metric`` over the seeds (ties: the shorter). Returns ``({name: epochs}, table)``, the table ``{"<name>,
-    <knob> = <value>[, lr <rate>]": {"<n> epochs": [value per seed]}}`` for :func:`dml_tutorial.report.record`."""
-    if not results:
-        raise ValueError("choose_lengths needs at least one method's checkpoints")
-    chosen, table = {}, {}
-    for (name, (value, lr)), runs in results.items():
-        curves = [{r["epoch"]: r[metric] for r in run.history.records if metric in r} for run in runs]
-        epochs = sorted(set.intersection(*(set(c) for c in curves)))
-        if not epochs:
-            raise ValueError(f"{name}'s runs share no checkpoint with {metric!r}: train them with every")
-        means = {e: float(np.mean([c[e] for c in curves])) for e in epochs}
-        chosen[name] = max(epochs, key=lambda e: (means[e], -e))
-        row = f"{name}, {method(name).knob} = {value:g}" + (f", lr {lr:g}" if lr else "")
-        table[row] = {f"{e} epochs": [c[e] for c in curves] for e in epochs}
-    return chosen, table
-
-
 def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     """``{name: (value, lr)}``: each method's choice read back from a recorded search table (the chapter's
     "Search: MAP@R on the validation classes", rows ``"<name>, <knob> = <value>[, lr <rate>]"``), the row with
@@ -426,10 +399,19 @@ LENGTH_TABLE = tables.BENCH_LENGTH
 
 def still_climbing(runs: list[dict]) -> tuple[int, int]:
     """``(capped, chosen)``: over the run files ``runs`` (:func:`dml_tutorial.report.runs_of`), seed by seed, how
-    many of the lengths chosen (seeds x methods, a sum over the runs' :data:`LENGTH_TABLE`) the budget set, not the
-    curve (:func:`capped`); ``(0, 0)`` when no run chose a length."""
-    found = [t["measured"] for r in runs for t in r["tables"] if tables.key(t) == LENGTH_TABLE.id]
-    return sum(len(capped(t)) for t in found), sum(len(t) for t in found)
+    many of the lengths chosen (seeds x rows) the budget set, not the curve: a row whose search ended with its
+    length at the end of its ladder (its choice's ``edges``: :func:`best_shots`), or, in a run made before the one
+    search, a method whose best checkpoint of its :data:`LENGTH_TABLE` was the last (:func:`capped`); ``(0, 0)``
+    when no run chose a length."""
+    capped_, chosen = 0, 0
+    for run in runs:
+        shots = (run.get("choices") or {}).get("best shot")
+        if shots:
+            capped_ += sum("epochs" in c["edges"] for c in shots.values())
+            chosen += len(shots)
+        for t in [t["measured"] for t in run["tables"] if tables.key(t) == LENGTH_TABLE.id] if not shots else ():
+            capped_, chosen = capped_ + len(capped(t)), chosen + len(t)
+    return capped_, chosen
 
 
 def capped(table: dict) -> list[str]:
@@ -594,30 +576,43 @@ def first_look(where: str, table: dict) -> str:
 
 
 def climbing(runs: list[dict]) -> str:
-    """How many of the lengths the run files ``runs`` chose (seeds x methods) the budget set, not the curve
+    """How many of the lengths the run files ``runs`` chose (seeds x rows) the budget set, not the curve
     (:func:`still_climbing`), as a sentence; ``""`` where none chose a length."""
     capped_, chosen = still_climbing(runs)
     if not chosen:
         return ""
-    return (f" In {capped_} of the {chosen} lengths chosen (seeds x methods) the best validation checkpoint was the "
-            "last one tried: still climbing at the budget's end.")
+    return (f" In {capped_} of the {chosen} lengths chosen (seeds x rows) the best validation checkpoint was the "
+            "last of the longest length tried: still climbing at the budget's end.")
+
+
+#: The search table of a bench run made before the one search (its rows ``"<name>, <knob> = <value>[, lr <rate>]"``).
+SEARCH_TABLE = "Search: MAP@R on the validation classes"
+
+
+def searched_knobs(run: dict) -> dict:
+    """``{method: knob value}`` a bench run file's search chose on clean labels: its choices' best shots
+    (:func:`best_shots`), or, for a run made before the one search, its :data:`SEARCH_TABLE`
+    (:func:`recorded_choice`)."""
+    shots = (run.get("choices") or {}).get("best shot")
+    if shots:
+        return {row: c["values"].get(METHODS[row].knob, METHODS[row].values[0])
+                for row, c in shots.items() if row in METHODS}
+    found = [t["measured"] for t in run["tables"] if t["table"] == SEARCH_TABLE]
+    return {name: value for name, (value, _) in recorded_choice(found[0]).items()} if found else {}
 
 
 def validated_text(runs: list[dict]) -> str:
     """Where DCDL's validated weights in the findings come from (test bed I's bench), beside what test bed II's bench
     search chose on each seed, from the run files ``runs`` (:func:`dml_tutorial.report.load_runs`)."""
-    from .labels import label_tex
-
     fixed = ", ".join(f"{label_tex('L^' + t)} {lam}" for t, lam in claims.DCDL_VALIDATED.items())
     text = (f"The validated weights of the findings ({fixed}) are test bed I's: its bench searched them on "
             "validation characters.")
-    searches = {t["seeds"][0]: recorded_choice(t["measured"])  # each seed its own search
-                for r in runs if r["chapter"] == "bench" and r.get("profile") == "glyphs2"
-                for t in r["tables"] if t["table"] == "Search: MAP@R on the validation classes"}
+    searches = {r["seeds"][0]: knobs for r in runs if r["chapter"] == "bench" and r.get("profile") == "glyphs2"
+                if (knobs := searched_knobs(r))}  # each seed its own search
     if not searches:
         return text
     seeds = sorted(searches)
-    picks = "; ".join(f"{label_tex('L^' + t)} " + ", ".join(f"{searches[s]['Triplet + L^' + t][0]:g}" for s in seeds)
+    picks = "; ".join(f"{label_tex('L^' + t)} " + ", ".join(f"{searches[s]['Triplet + L^' + t]:g}" for s in seeds)
                       for t in claims.DCDL_VALIDATED)
     chose = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
     return f"{text} Test bed II's bench search chose, on {chose}: {picks}."

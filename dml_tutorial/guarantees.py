@@ -211,17 +211,6 @@ def _checkpointed(chosen, steps):
     return chosen.replace(epochs=max(steps) // per, eval_every=math.gcd(*steps) // per)
 
 
-def held_out_noise(dataset, noise, seed: int):
-    """``dataset`` with its labels corrupted by ``noise`` among its own classes (symmetric noise draws another of
-    the classes present): the held-out classes' labels as a practitioner has them, as noisy as the training's,
-    for a noisy row's search (issue #86)."""
-    if noise is None or not noise[1]:
-        return dataset
-    classes, index = np.unique(np.asarray(dataset.labels), return_inverse=True)
-    return dataset.with_labels(classes[label_noise.corrupt_labels(index, len(classes), noise[1], noise[0],
-                                                                   seed=seed)])
-
-
 def run_spec(splits: dict, device="auto"):
     """``run(spec, progress=False, checkpoint=None) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
     :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or of a search trained on ``splits[spec.split]``
@@ -229,8 +218,8 @@ def run_spec(splits: dict, device="auto"):
     fraction, the curves and the kept weights its options name); a run whose options name a ``start`` starts from
     the weights of the same seed's run of that table (which keeps them: :data:`CLEAN_START`). A search's trial
     (``options["curve"]``) records the R@1 of its split's held-out classes at every checkpoint, their labels as
-    noisy as its training labels (:func:`held_out_noise`). A ``functools.partial``, so that the cache's key holds
-    the data it binds."""
+    noisy as its training labels (:func:`dml_tutorial.noise.held_out_noise`). A ``functools.partial``, so that the
+    cache's key holds the data it binds."""
     return partial(_train_spec, splits=splits, device=device, states=_States())
 
 
@@ -250,7 +239,7 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     o, s, data = spec.options, spec.settings, splits[spec.split]
     evaluate = None
     if "curve" in o:  # a search's trial: its held-out classes' labels as noisy as its training labels
-        data = dataclasses.replace(data, test=held_out_noise(data.test, o.get("noise"), spec.seed))
+        data = dataclasses.replace(data, test=label_noise.held_out_noise(data.test, o.get("noise"), spec.seed))
         evaluate = experiment.recall_checkpoint(data.test, o["curve"], s)
     init = states.kept[(o["start"], spec.seed)] if "start" in o else None
     out = experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,

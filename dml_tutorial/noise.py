@@ -116,6 +116,16 @@ def corrupt_labels(labels, num_classes: int, rate: float, kind: str = "symmetric
     return out
 
 
+def held_out_noise(dataset, noise, seed: int):
+    """``dataset`` with its labels corrupted by ``noise`` among its own classes (symmetric noise draws another of
+    the classes present): the held-out classes' labels as a practitioner has them, as noisy as the training's,
+    for a noisy row's search (issue #86)."""
+    if noise is None or not noise[1]:
+        return dataset
+    classes, index = np.unique(np.asarray(dataset.labels), return_inverse=True)
+    return dataset.with_labels(classes[corrupt_labels(index, len(classes), noise[1], noise[0], seed=seed)])
+
+
 def pair_noise_rates(p: float, num_classes: int) -> tuple[float, float]:
     """``(q_pos, q_neg)``: the probability that a true positive pair is observed as negative, and that a true
     negative pair is observed as positive, under symmetric sample noise p over K classes (Le & Odobez 2018, section 3.3).

@@ -226,26 +226,18 @@ def _noise_guarantees(cfg, n_train):  # each row's search's first trials (the va
     return from_specs(specs, cfg, n_train)
 
 
-def _bench(cfg, n_train):  # the search's sure trials (its walk's rest: Plan.add), then the grid, each method timed
-    seeds = range(cfg.n_seeds)  # with its own objective: L^W's transport solve costs many triplet steps
-
-    def timing(spec):  # a method at its options' knob value, rate and length
-        m, o = bench.method(spec.method), spec.options
-        own = bench.settings(spec.method, cfg, o["value"], o["lr"], o.get("epochs"))
+def _bench(cfg, n_train):  # each row's search's first trials (the validation split), then the grid, each method
+    def timing(spec):  # timed with its own objective: L^W's transport solve costs many triplet steps
+        m, own = bench.method(spec.method), spec.settings
         if not m.supervised:  # as the bench builds it: its knob, its batch of images and their views
-            changes = ((m.knob, m.values[0]), ("batch_size", cfg.unsup_batch_size))
-            return replace(unsupervised(replace(spec, settings=own), {}, n_train), loss=("cbswr", m.unsupervised,
-                                                                                           changes))
+            changes = ((m.knob, own[m.knob]), ("batch_size", own.batch_size))
+            return replace(unsupervised(spec, {}, n_train), loss=("cbswr", m.unsupervised, changes))
         batch = cfg.p * cfg.k
         return Trainings("", 0, _steps(own, n_train, batch), batch, cfg.model, _shape(cfg), ("bench", spec.method),
                          cfg.p)
 
-    searched = []
-    for name in bench.selected(cfg) if cfg.search_seeds else ():  # on the validation split, at n_train: a bound
-        trials = {(name, (v, None)): {"value": v, "lr": None} for v in bench.method(name).values}
-        searched.append(replace(timing(bench.trial_specs(trials, cfg, [0])[0]), section=name,
-                                runs=cfg.search_seeds * bench.sure_trials(name, cfg)))
-    return searched + from_specs(bench.grid(cfg, seeds), cfg, n_train, timing)
+    specs = bench.best_shot_trials(cfg, 0) + bench.grid(cfg, range(cfg.n_seeds))
+    return from_specs(specs, cfg, n_train, timing)
 
 
 #: chapter -> function(cfg, training images) -> [Trainings]: its searches' sure trainings and its declared grid.

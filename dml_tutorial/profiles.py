@@ -63,10 +63,22 @@ COLAB = {**GPU, "workers": 2}
 #: The colab profile's budget before any T4 measured it: a T4 taken as 9x slower than the H100's images per second
 #: of benchmarks/results/train_step_cuda.json, each colab profile training at most about 30 minutes at that speed.
 T4_ESTIMATE = {"slower_than_h100": 9, "training_minutes": 30}
-#: The bench's search on the CPU test beds (issue #48): every knob value at two rates, then a walk along the knob's
-#: ladder and these rates until the best is flanked (bench.search), and a length up to 3x the epochs.
-BENCH_SEARCH = {"method_lrs": (1e-3, 3e-3), "lr_ladder": (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
-                "walk_knobs": True, "length_factor": 3, "length_checkpoints": 6}
+#: The bench's one search on test bed II and Fashion-MNIST (bench.search_rule, issue #86): each row's Adam rate from
+#: 1e-3 and 3e-3 along the ladder its own search had walked (issue #48), its knob from the paper's value, its
+#: length from 10 epochs with a checkpoint every 5 (its own search had chosen its last length, 30, for 92 of 130
+#: choices) up to 40; the unsupervised methods' lengths in passes over the images, 4 to 16 (their budget, 4).
+BENCH_SEARCH = {"search_lrs": (1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1),
+                "search_lr_start": (1e-3, 3e-3), "search_lengths": (10, 20, 40), "search_every": 5,
+                "unsup_search_lengths": (4, 8, 16), "unsup_search_every": 2}
+
+
+def _knob_only(lr: float, epochs: int, unsup_epochs: int) -> dict:
+    """The bench's search of the knobs alone, at the profile's rate and lengths (the smoke run, test bed I, the
+    GPU profile): a one-rung rate ladder and one length, a checkpoint at its end."""
+    return {"search_lrs": (lr,), "search_lr_start": (lr,), "search_lengths": (epochs,), "search_every": epochs,
+            "unsup_search_lengths": (unsup_epochs,), "unsup_search_every": unsup_epochs}
+
+
 #: CBSwR's one search on test bed II (clustering.search_rule, issue #86): SGD's rate from 1e-3 and 3e-3 (the bench
 #: chose SME's at 1e-2 on test bed II's validation characters, CBSwR's at 1e-4 to 3e-4), tau from the paper's 0.1,
 #: gamma from its 0.01, 4 epochs (the chapter's until 2026-12-05), then 8 and 16 while the curve still rises.
@@ -112,7 +124,12 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                               "noise": "asymmetric noise on look-alike characters (noise.lookalike_pairs)",
                               "control_noise": "the term alone and on the random semi-hard triplet under noise "
                                                "(dcdl.CONTROLS)"},
-                      "bench": _FACES_AND_START,
+                      "bench": {**_FACES_AND_START,
+                                **{k: "each row's best shot (bench.best_shots), noisy rows on noisy held-out labels"
+                                   for k in BENCH_SEARCH},
+                                **{k: "the bench's own search is gone (bench.best_shots)"
+                                   for k in ("search_seeds", "method_lrs", "lr_ladder", "walk_knobs", "length_factor",
+                                             "length_checkpoints")}},
                       "noise_guarantees": {**_FACES_AND_START, **{k: "each arm at each noise rate at its best shot "
                                                                    "(guarantees.best_shots), on noisy held-out labels"
                                                                    for k in NOISE_SEARCH},
@@ -288,19 +305,21 @@ _PROFILES = {
     # Chapter 8: every method on one backbone, budget, search and seeds (bench.METHODS)
     "bench": {
         "smoke": (SMOKE, dict(dataset="digits", seen=SMOKE_SEEN, model="mlp", epochs=3, batches_per_epoch=18,
-                              p=6, k=10, search_seeds=2, length_factor=2, length_checkpoints=2)),
+                              p=6, k=10, **_knob_only(1e-3, 3, 3))),
         "fashion": (FASHION, dict(seen=FASHION_SEEN, epochs=10, batches_per_epoch=100, p=5, k=12,
-                                  rates=(0.0, 0.2, 0.4, 0.6), unsup_epochs=2, max_shift=2, **BENCH_SEARCH)),
+                                  rates=(0.0, 0.2, 0.4, 0.6), unsup_epochs=2, max_shift=2,
+                                  **{**BENCH_SEARCH, "unsup_search_lengths": (2, 4, 8), "unsup_search_every": 1})),
         "glyphs": (GLYPHS, dict(epochs=10, batches_per_epoch=100, p=12, k=5, held_out=200, unsup_epochs=2,
-                                max_shift=2, length_checkpoints=2)),
+                                max_shift=2, **_knob_only(1e-3, 10, 2))),
         "glyphs2": (GLYPHS2, dict(epochs=10, batches_per_epoch=100, p=12, k=5, held_out=200, unsup_epochs=4,
                                   max_shift=2, **BENCH_SEARCH)),
         # CUB and ResNet-50, four labelled methods at their papers' settings (no search), p = 0 and 0.4
         "colab": (COLAB, dict(dataset="cub200", model="resnet50", dim=128, epochs=5, batches_per_epoch=50,
-                              lr=1e-5, p=16, k=4, held_out=20, search_seeds=0, unsup_epochs=20,
+                              lr=1e-5, p=16, k=4, held_out=20, unsup_epochs=20,
                               methods=("Triplet, random semi-hard", "Triplet + L^W", "Triplet + EC", "EPS + Triplet"))),
         "full": (GPU, dict(dataset="cub200", model="resnet50", dim=128, epochs=40, batches_per_epoch=100,
-                           lr=1e-5, p=16, k=4, rates=(0.0, 0.2, 0.4, 0.6), held_out=20, unsup_epochs=20)),
+                           lr=1e-5, p=16, k=4, rates=(0.0, 0.2, 0.4, 0.6), held_out=20, unsup_epochs=20,
+                           **_knob_only(1e-5, 40, 20))),
     },
 }
 

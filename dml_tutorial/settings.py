@@ -334,20 +334,16 @@ class NoiseSettings(Settings):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BenchSettings(Settings):
-    """Chapter 8: every method on one bench, each searched the same way."""
+    """Chapter 8: every method on one bench, each row at its best shot by the one search (bench.best_shots)."""
 
     methods: tuple[str, ...] | None = None  # names of bench.METHODS (None: all)
     rates: tuple[float, ...] = (0.0, 0.4)  # symmetric noise rates, with their toplines
     held_out: int = 2  # seen classes held out for the search
-    search_seeds: int = 1
-    method_lrs: tuple[float, ...] | None = None  # the search's first rates (None: the profile's lr)
-    lr_ladder: tuple[float, ...] | None = None
-    walk_knobs: bool = False
-    length_factor: float | None = None  # the length's search: up to this many times the epochs
-    length_checkpoints: int | None = None
     unsup_epochs: int = 3  # the unsupervised methods' own budget
     unsup_batch_size: int = 64
     unsup_lr: float = 1e-3
+    unsup_search_lengths: tuple[int, ...] = ()  # their search's lengths (passes over the images), as search_lengths
+    unsup_search_every: int = 1
     max_shift: int = 1
 
 

@@ -45,13 +45,13 @@ def _batch(labels, same=False, seed=0):
     return model(x), torch.as_tensor(labels), SimpleNamespace(x=x, indices=None, model=model)
 
 
-def test_every_method_has_the_same_search_budget_with_the_papers_setting_first():
+def test_every_method_starts_its_search_at_the_papers_setting_on_its_ladder():
     bases = {m.base for m in bench.METHODS.values()}
     for m in bench.METHODS.values():
         if len(m.values) == 1:  # a control: the base of other rows, its knob where they keep it, no walk
             assert m.name in bases and not m.ladder and dict(m.options)[m.knob] == m.values[0], m.name
         else:
-            assert len(set(m.values)) == len(m.values) == bench.SEARCH_BUDGET, m.name
+            assert len(set(m.values)) == len(m.values) and set(m.values) <= set(m.ladder), m.name
     assert bench.METHODS["Triplet + L^W"].values[0] == 0.5  # DCDL's lambda for L^W (dcdl.LAMBDA)
     assert bench.METHODS["Triplet + EC"].values[0] == 0.02  # ECAML's lambda for the triplet loss
     assert {m.unsupervised for m in bench.METHODS.values()} == {None, "SME", "CBSwR"}
@@ -199,15 +199,10 @@ def _runs(values, metric="MAP@R"):
     return [SimpleNamespace(metrics={metric: v}) for v in values]
 
 
-def test_choose_keeps_the_best_mean_and_the_first_candidate_on_a_tie():
-    results = {("A", 0.2): _runs([0.5, 0.7]), ("A", 0.1): _runs([0.65, 0.65]), ("A", 0.4): _runs([0.1, 0.2]),
-               ("B", 1.0): _runs([0.3]), ("B", 2.0): _runs([0.3])}
-    assert bench.choose(results) == {"A": 0.1, "B": 1.0}
-
-
-def test_the_recorded_search_gives_back_what_choose_picked():
-    """The search table as the chapter records it (names with commas, rows with and without a rate) read back
-    into each method's value and rate: the best mean, the first row on a tie, as :func:`bench.choose` picks."""
+def test_the_recorded_search_of_a_run_before_the_one_search_gives_back_its_choice():
+    """The search table as the chapter recorded it before the one search (names with commas, rows with and without
+    a rate) read back into each method's value and rate: the best mean, the first row on a tie, as the search of
+    those runs picked."""
     table = {"Triplet, random semi-hard, margin = 0.2, lr 0.0003": {"MAP@R": [0.5, 0.7]},
              "Triplet, random semi-hard, margin = 0.1, lr 0.001": {"MAP@R": [0.65, 0.65]},  # mean 0.65 > 0.6
              "Triplet, random semi-hard, margin = 0.1, lr 0.0003": {"MAP@R": [0.6, 0.7]},  # 0.65 again: later
@@ -367,14 +362,6 @@ def test_a_validation_split_with_fewer_classes_keeps_the_batch_size(digits, monk
     assert seen["p"] == 4 and seen["p"] * seen["k"] == cfg["p"] * cfg["k"]
 
 
-@pytest.mark.parametrize("profile", ["smoke", "colab", "full", "fashion", "glyphs2"])
-def test_the_plan_counts_the_grid_and_the_searchs_sure_trials(profile):
-    cfg = profiles.settings("bench", profile)
-    sure = sum(bench.sure_trials(n, cfg) for n in bench.selected(cfg)) * cfg.search_seeds
-    counted = plan.GRIDS["bench"](cfg, 1000)
-    assert sum(t.runs for t in counted) == sure + len(bench.grid(cfg, range(cfg.n_seeds)))
-
-
 def test_ranking_and_robustness_figures_draw_one_mark_per_method():
     values = {"Triplet + L^W": [0.5, 0.52, 0.49], "MS": [0.4, 0.41, 0.42]}
     fig = plots.ranking(bench.ranking(values), {"raw input": 45.0})
@@ -401,143 +388,12 @@ def test_versus_pairs_each_method_with_the_baseline_by_seed():
         bench.versus(values, "nope")
 
 
-def test_a_method_can_search_its_own_learning_rate():
-    cfg = profiles.settings("bench", "smoke", {"method_lrs": [3e-4, 1e-3]})
-    supervised = next(n for n in bench.METHODS if bench.method(n).supervised and bench.method(n).knob != "lr")
-    unsupervised = next(n for n in bench.METHODS if not bench.method(n).supervised)
-    assert bench.rates(supervised, cfg) == [3e-4, 1e-3]
-    assert bench.rates(supervised, cfg.replace(method_lrs=None)) == [None]  # the profile's own rate
-    assert bench.settings(supervised, cfg, lr=3e-4)["lr"] == 3e-4
-    assert bench.settings(supervised, cfg)["lr"] == cfg["lr"]
-    unsup = bench.settings(unsupervised, cfg, lr=3e-4)
-    assert unsup["lr"] == 3e-4 and unsup["epochs"] == cfg["unsup_epochs"]  # the rate replaces unsup_lr only
-    assert bench.settings(unsupervised, cfg)["lr"] == cfg["unsup_lr"]
-
-
-def test_a_method_whose_knob_is_its_rate_searches_it_through_its_values(monkeypatch):
-    by_rate = bench.Method("Triplet, by rate", "lr", (1e-3, 1e-4, 3e-4), "triplet", (("negatives", "semihard-random"),))
-    monkeypatch.setitem(bench.METHODS, by_rate.name, by_rate)
-    cfg = profiles.settings("bench", "smoke", {"method_lrs": [3e-4, 1e-3]})
-    assert bench.rates(by_rate.name, cfg) == [None]  # no second search over the same rate
-    assert bench.settings(by_rate.name, cfg, 1e-4)["lr"] == 1e-4
-    with pytest.raises(ValueError, match="its learning rate"):
-        bench.settings(by_rate.name, cfg, 1e-4, lr=1e-3)
-
-
-LADDER = [3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
-
-
-def _walk(score, names, walk_knobs=False):
-    """bench.search with a fake round of training that scores each trial ``score(name, value, lr)``; returns every
-    trial and each round's (name, value, lr)."""
-    cfg = {"method_lrs": [1e-3, 3e-3], "lr_ladder": LADDER, "walk_knobs": walk_knobs}
-    rounds = []
-
-    def fit(trials):
-        rounds.append(sorted((n, v, lr) for n, (v, lr) in trials))
-        return {(n, (v, lr)): [experiment.Run({"MAP@R": score(n, v, lr)}, None, None)] for n, (v, lr) in trials}
-
-    return bench.search(names, cfg, fit), rounds, cfg
-
-
-def test_the_search_walks_each_methods_rate_until_its_best_lies_between_two_it_tried():
-    peaks = {"MS": 1e-2, "SME": 1e-3, "CBSwR": 1e-5, "Margin": 2e-3}
-
-    def score(n, v, lr):  # falls with the decades from the method's peak; the paper's value best at every rate
-        return 1 - abs(np.log10(lr / peaks[n])) - 0.01 * bench.method(n).values.index(v)
-
-    searched, rounds, cfg = _walk(score, list(peaks))
-    tried = {n: sorted({lr for m, (_, lr) in searched if m == n}) for n in peaks}
-    # MS walks up to its peak and one beyond; SME's peak is a start rate, at the bottom of the two: one step down;
-    # CBSwR's peak lies below the ladder: it walks to the ladder's end; Margin's lies between the two start rates,
-    # nearer 3e-3 (the higher start wins), so it tries 1e-2 and stops
-    assert tried == {"MS": [1e-3, 3e-3, 1e-2, 3e-2], "SME": [3e-4, 1e-3, 3e-3],
-                     "CBSwR": [3e-5, 1e-4, 3e-4, 1e-3, 3e-3], "Margin": [1e-3, 3e-3, 1e-2]}
-    paper = {n: bench.method(n).values[0] for n in peaks}  # each step at the best value, the paper's here
-    assert rounds[1] == sorted([("CBSwR", paper["CBSwR"], 3e-4), ("MS", paper["MS"], 1e-2),
-                                ("Margin", paper["Margin"], 1e-2), ("SME", paper["SME"], 3e-4)])
-    assert all(bench.sure_trials(n, cfg) == 3 * 2 + 1 for n in peaks)  # the grid and the walk's first step
-    assert bench.unplanned(searched, cfg) == {"MS": 1, "SME": 0, "CBSwR": 2, "Margin": 0}
-    best = bench.choose(searched)
-    assert {n: lr for n, (_, lr) in best.items()} == {"MS": 1e-2, "SME": 1e-3, "CBSwR": 3e-5, "Margin": 3e-3}
-    order = [(n, bench.method(n).values.index(v), lr) for n, (v, lr) in searched]
-    assert order == sorted(order, key=lambda t: (list(peaks).index(t[0]), t[1], t[2]))  # a method's rows together
-
-
-def test_the_walk_moves_the_knob_and_the_rate_until_the_best_is_flanked_on_both():
-    def score(n, v, lr):  # peak at scale 30 (off the grid of 1, 3, 10) and rate 1e-2 (off the two start rates)
-        return -abs(np.log10(lr / 1e-2)) - 0.1 * abs(np.log10(v / 30))
-
-    searched, rounds, cfg = _walk(score, ["N-pair"], walk_knobs=True)
-    # worked by hand: the grid's best (10, 3e-3) steps along both axes: (30, 3e-3) and (10, 1e-2); the best
-    # (10, 1e-2) is alone at its rate, so the knob steps both ways, (3, 1e-2) and (30, 1e-2), and the rate up,
-    # (10, 3e-2); the best (30, 1e-2) steps to (100, 1e-2) and (30, 3e-2); then it is flanked on both axes
-    assert rounds[1:] == [[("N-pair", 10.0, 1e-2), ("N-pair", 30.0, 3e-3)],
-                          [("N-pair", 3.0, 1e-2), ("N-pair", 10.0, 3e-2), ("N-pair", 30.0, 1e-2)],
-                          [("N-pair", 30.0, 3e-2), ("N-pair", 100.0, 1e-2)]]
-    assert len(searched) == 13 and bench.unplanned(searched, cfg) == {"N-pair": 13 - 7}
-    assert bench.choose(searched) == {"N-pair": (30.0, 1e-2)}
-    values = [v for _, (v, _) in searched]  # the rows: the values as listed, then the walk's, each value together
-    assert sorted(set(values), key=values.index) == [1.0, 3.0, 10.0, 30.0, 100.0]
-    assert bench.next_trials(searched, cfg) == {}
-
-
-def test_the_search_without_a_ladder_is_one_round_over_the_grid():
-    cfg = {"method_lrs": [3e-4, 1e-3]}
-    rounds = []
-
-    def fit(trials):
-        rounds.append(trials)
-        return {key: [experiment.Run({"MAP@R": key[1][1]}, None, None)] for key in trials}
-
-    searched = bench.search(["MS"], cfg, fit)
-    assert len(rounds) == 1 and len(searched) == bench.SEARCH_BUDGET * 2
-    assert rounds[0][("MS", (1.0, 3e-4))] == {"name": "MS", "value": 1.0, "lr": 3e-4, "measures": ("MAP@R",)}
-
-
-def test_a_plan_counts_the_walks_first_step_only_where_it_is_sure():
-    grid = bench.SEARCH_BUDGET * 2
-    assert bench.sure_trials("MS", {"method_lrs": [1e-3, 3e-3]}) == grid  # no ladder: no walk
-    assert bench.sure_trials("MS", {"method_lrs": [1e-3, 3e-3], "lr_ladder": [1e-3, 3e-3, 1e-2]}) == grid  # may end
-    assert bench.sure_trials("MS", {"method_lrs": [3e-4, 1e-3, 3e-3], "lr_ladder": LADDER}) == grid + 3  # may stop
-    assert bench.sure_trials("MS", {"method_lrs": None, "lr_ladder": LADDER}) == bench.SEARCH_BUDGET  # own rate
-
-
-def test_the_walk_refuses_a_point_off_its_ladder_and_stops_at_the_ladders_ends():
-    def runs(scores, value=1.0):
-        return {("MS", (value, lr)): [experiment.Run({"MAP@R": s}, None, None)] for lr, s in scores.items()}
-
-    cfg = {"lr_ladder": LADDER}
-    with pytest.raises(ValueError, match="not on the ladder"):
-        bench.next_trials(runs({2e-3: 0.5, 1e-3: 0.4}), cfg)
-    with pytest.raises(ValueError, match="0.6 is not on the ladder"):
-        bench.next_trials(runs({1e-3: 0.5}, value=0.6), {"walk_knobs": True})
-    assert bench.next_trials(runs({3e-2: 0.5, 1e-2: 0.4}), cfg) == {}  # the ladder's top: the walk ends
-    assert bench.next_trials(runs({1e-3: 0.5}), cfg) == {"MS": [(1.0, 3e-3), (1.0, 3e-4)]}  # alone: both ways
-    assert bench.next_trials(runs({1e-3: 0.5}), {"walk_knobs": True}) == {"MS": [(0.75, 1e-3)]}  # the top value
-    assert bench.next_trials({("MS", (1.0, None)): [experiment.Run({"MAP@R": 0.5}, None, None)]}, cfg) == {}
-
-
 def test_every_ladder_holds_its_methods_candidates_in_order():
     for m in bench.METHODS.values():
         if len(m.values) == 1:  # a control does not walk
             continue
         assert list(m.ladder) == sorted(m.ladder) and set(m.values) <= set(m.ladder), m.name
         assert min(m.ladder) < min(m.values) and max(m.ladder) > max(m.values) or m.name == "MS", m.name
-
-
-@pytest.mark.parametrize("profile", ["fashion", "glyphs2"])
-def test_the_plan_counts_the_walks_first_step_and_each_methods_longest_length(profile):
-    cfg = profiles.settings("bench", profile)
-    names = bench.selected(cfg)
-    trials = sum(len(bench.METHODS[n].values) * len(cfg["method_lrs"]) + 1 for n in names)  # grid + first step
-    counted = plan.GRIDS["bench"](cfg, 1000)
-    assert sum(t.runs for t in counted if t.section in names) == trials * cfg["search_seeds"]
-    steps = {t.section: t.steps for t in counted}  # a length's trainings: three times a method's own
-    ms = next(t for t in counted if t.section.startswith("length (MS"))
-    assert ms.steps == 3 * steps["MS"] == 3 * 10 * 100 and ms.section == f"length (MS, {bench.METHODS['MS'].values[0]:g})"
-    sme = next(t for t in counted if t.section.startswith("length (SME"))
-    assert sme.steps == 3 * steps["SME"]
 
 
 def _curve(*points, metric="MAP@R"):
@@ -548,32 +404,15 @@ def _curve(*points, metric="MAP@R"):
     return SimpleNamespace(history=SimpleNamespace(records=records))
 
 
-def test_choose_lengths_keeps_the_best_mean_checkpoint_and_the_shorter_on_a_tie():
-    results = {("MS", (0.75, 1e-3)): [_curve((5, 0.50), (10, 0.60), (15, 0.58)),
-                                      _curve((5, 0.52), (10, 0.56), (15, 0.62))],  # means .51, .58, .60
-               ("SME", (0.1, None)): [_curve((2, 0.3), (4, 0.4), (6, 0.4))]}  # a tie: the shorter
-    chosen, table = bench.choose_lengths(results)
-    assert chosen == {"MS": 15, "SME": 4}
-    assert table == {"MS, lam = 0.75, lr 0.001": {"5 epochs": [0.50, 0.52], "10 epochs": [0.60, 0.56],
-                                                  "15 epochs": [0.58, 0.62]},
-                     "SME, tau = 0.1": {"2 epochs": [0.3], "4 epochs": [0.4], "6 epochs": [0.4]}}
-    rows = {row: {"MAP@R": [0.0]} for row in table}  # its rows name the setting as the search table's do
-    assert bench.recorded_choice(rows) == {"MS": (0.75, 1e-3), "SME": (0.1, None)}
-    with pytest.raises(ValueError, match="share no checkpoint"):
-        bench.choose_lengths({("MS", (0.75, 1e-3)): [_curve((5, 0.5), metric="R@1")]})
-    with pytest.raises(ValueError, match="at least one method"):
-        bench.choose_lengths({})
-
-
 def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
-    results = {("MS", (0.75, 1e-3)): [_curve((5, 0.50), (10, 0.60), (15, 0.58)),
-                                      _curve((5, 0.52), (10, 0.56), (15, 0.62))],  # means .51, .58, .60
-               ("N-pair", (10.0, 3e-3)): [_curve((5, 0.5), (10, 0.7), (15, 0.6))],  # peaks inside
-               ("SME", (0.1, None)): [_curve((2, 0.3), (4, 0.4), (6, 0.4))]}  # a tie at the end: the shorter
-    chosen, table = bench.choose_lengths(results)
-    longest = {name: len(runs[0].history.records) for (name, _), runs in results.items()}
+    """A length table of a run made before the one search (rows ``"<name>, <knob> = <value>[, lr <rate>]"``,
+    columns ``"<n> epochs"``, one value per search seed): MS's means .51, .58, .60 rise to the end; N-pair peaks
+    inside; SME ties its last two, and a tie goes to the shorter."""
+    table = {"MS, lam = 0.75, lr 0.001": {"5 epochs": [0.50, 0.52], "10 epochs": [0.60, 0.56],
+                                          "15 epochs": [0.58, 0.62]},
+             "N-pair, scale = 10, lr 0.003": {"5 epochs": [0.5], "10 epochs": [0.7], "15 epochs": [0.6]},
+             "SME, tau = 0.1": {"2 epochs": [0.3], "4 epochs": [0.4], "6 epochs": [0.4]}}
     assert bench.capped(table) == ["MS"]
-    assert [n for n in chosen if chosen[n] == longest[n]] == ["MS"]  # as choose_lengths chose
     table["SME, tau = 0.1"]["6 epochs"] = [0.41]  # now rising to the end
     assert bench.capped(table) == ["MS", "SME"]
     runs = [{"tables": [{"table": bench.LENGTH_TABLE.title, "measured": table}]},  # two seeds' run files
@@ -582,15 +421,14 @@ def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
                             "5 epochs": [0.5], "10 epochs": [0.4]}}}]}]
     assert bench.still_climbing(runs) == (2, 4)  # MS and SME of the first seed's 3; not MS of the second
     assert bench.still_climbing([{"tables": []}]) == (0, 0)
+    shots = {"MS": {"edges": ["epochs"]}, "SME": {"edges": ["lr"]}, "MS, p = 0.4": {"edges": ["lr", "epochs"]}}
+    one_search = {"tables": [], "choices": {"best shot": shots}}  # a run of the one search: its choices' edges
+    assert bench.still_climbing([one_search, *runs]) == (2 + 2, 3 + 4)
+    assert "In 4 of the 7 lengths chosen (seeds x rows)" in bench.climbing([one_search, *runs])
 
 
-def test_a_length_trial_is_the_profiles_factor_times_each_methods_own_epochs():
-    cfg = profiles.settings("bench", "glyphs2")  # 10 epochs labelled, 4 unsupervised; 3 times, 6 checkpoints
-    assert bench.length_trial("MS", cfg) == (30, 5) and bench.length_trial("CBSwR", cfg) == (12, 2)
-    assert bench.length_trial("MS", cfg.replace(length_checkpoints=100)) == (30, 1)  # at least every epoch
-    for off in ({"length_factor": None}, {"length_checkpoints": 0}):
-        with pytest.raises(ValueError, match="chooses no length"):
-            bench.length_trial("MS", cfg.replace(**off))
+def test_settings_take_a_length_and_refuse_one_that_is_not_a_whole_number_of_epochs():
+    cfg = profiles.settings("bench", "glyphs2")
     assert bench.settings("MS", cfg, epochs=7)["epochs"] == 7 and bench.settings("SME", cfg, epochs=7)["epochs"] == 7
     for bad in (0, 2.5):
         with pytest.raises(ValueError, match="epochs must be a positive whole number"):
@@ -616,41 +454,135 @@ def test_train_and_retrieve_takes_curves_or_its_own_checkpoints_not_both(digits)
                                       curves=True, evaluate=lambda model: {})
 
 
-def test_the_benchs_grid_declares_each_run_once_at_the_searchs_choices():
-    """bench.grid is the one place a run of the bench is declared: the notebook, the plan and the cache read it."""
-    cfg = profiles.settings("bench", "smoke")
-    names = bench.selected(cfg)
-    first = names[0]
-    choices = {"value": {first: 0.4}, "lr": {first: 3e-3}, "epochs": {first: 7}}
-    specs = bench.grid(cfg, [0, 1, 2], choices)
-    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
-    assert list(dict.fromkeys(s.table for s in specs)) == [bench.LENGTH, bench.MAIN, bench.NOISE]
-    lengths = [s for s in specs if s.table == bench.LENGTH]
-    assert {s.seed for s in lengths} == set(range(cfg.search_seeds)) and {s.split for s in lengths} == {"validation"}
-    longest, every = bench.length_trial(first, cfg)
-    mine = next(s for s in lengths if s.row == first)
-    assert (mine.column, mine.options["epochs"], mine.options["every"]) == ((0.4, 3e-3), longest, every)
-    main = {s.row: s.options for s in specs if s.table == bench.MAIN and s.seed == 0}
-    assert list(main) == names and dict(main[first]) == {"value": 0.4, "lr": 3e-3, "epochs": 7}
-    other = names[1]
-    assert dict(main[other]) == {"value": bench.method(other).values[0], "lr": None, "epochs": None}
-    noisy = [s for s in specs if s.table == bench.NOISE and s.seed == 0]
+def test_every_row_searches_its_rate_length_and_knob_from_the_papers_value():
+    cfg = profiles.settings("bench", "glyphs2")
+    names, rows = bench.selected(cfg), bench.rows(cfg)
     labelled = [n for n in names if bench.method(n).supervised]
-    assert len(noisy) == 2 * len(labelled) * sum(1 for r in cfg.rates if r)
-    by_column = {(s.row, s.column): s.options for s in noisy}
-    assert by_column[(first, (0.4, "noisy"))]["noise"] == ("symmetric", 0.4)
-    assert by_column[(first, (0.4, "topline"))]["fraction"] == pytest.approx(0.6)
-    assert not any(bench.method(s.row).unsupervised for s in noisy)  # labels never reach SME or CBSwR
+    assert list(rows)[:len(names)] == names and len(rows) == len(names) + len(labelled)  # one noisy rate, 0.4
+    assert rows["MS, p = 0.4"] == ("MS", 0.4) and rows["SME"] == ("SME", 0.0) and "SME, p = 0.4" not in rows
+    for name in names:
+        rule, m = bench.search_rule(cfg, name), bench.method(name)
+        assert rule.metric == "MAP@R" and rule.rate.start == (1e-3, 3e-3) and rule.rate.ladder == cfg.search_lrs
+        if len(m.values) == 1:  # a control keeps its knob
+            assert rule.knob is None, name
+        else:  # from the paper's value; a term's weight 0 always a candidate
+            assert rule.knob.start == m.values[:1] and rule.knob.ladder == m.ladder, name
+            assert rule.knob.off == (0.0 if m.knob in objective.TERMS else None), name
+        assert (rule.lengths, rule.every) == (((10, 20, 40), 5) if m.supervised else ((4, 8, 16), 2)), name
+    smoke = profiles.settings("bench", "smoke")
+    rule = bench.search_rule(smoke, "MS")  # the knob alone, at the profile's rate and length
+    assert rule.rate.ladder == (smoke.lr,) and rule.lengths == (smoke.epochs,)
+    assert bench.search_rule(profiles.settings("bench", "colab"), "MS") is None
 
 
-def test_the_benchs_runner_calls_run_with_the_specs_options(monkeypatch):
+def _searched(settings):
+    """bench.best_shots on a fake runner: MS peaks at lr 3e-3 and lam 0.5 on clean labels, at lr 1e-3 on noisy
+    ones; EC only costs (its weight 0 wins); SME peaks at tau 0.2. Every trial scores at its last epoch, a little
+    more the longer it trained, so each search lengthens to its last length. Returns the profile, the choices and
+    every trial seen."""
+    cfg = profiles.settings("bench", "smoke", {"methods": ("MS", "Triplet + EC", "SME"), **settings})
     seen = []
-    monkeypatch.setattr(bench, "run", lambda data, name, cfg, **kw: seen.append((data, name, kw)) or "run")
-    cfg = profiles.settings("bench", "smoke")
-    trials = {("SME", (0.1, None)): {"name": "SME", "value": 0.1, "lr": None, "measures": ("MAP@R",)}}
-    (spec,) = bench.trial_specs(trials, cfg, [4])
-    assert bench.run_spec({"validation": "val"}, "cpu")(spec) == "run"
-    assert seen == [("val", "SME", {"seed": 4, "device": "cpu", "value": 0.1, "lr": None, "measures": ("MAP@R",)})]
+
+    def run(trial):
+        seen.append(trial)
+        s, o = trial.settings, trial.options
+        peak = 1e-3 if o.get("noise") else 3e-3
+        score = 1 - abs(np.log10(s.lr / peak)) + 1e-3 * s.epochs
+        if trial.method == "MS":
+            score -= abs(o["value"] - 0.5)
+        elif trial.method == "Triplet + EC":
+            score -= o["value"]
+        else:
+            score -= abs(s.tau - 0.2)
+        return SimpleNamespace(history=SimpleNamespace(records=[{"epoch": s.epochs, "MAP@R": score}]))
+
+    return cfg, bench.best_shots(cfg, 4, run), seen
+
+
+LADDERS = {"search_lrs": (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), "search_lr_start": (1e-3, 3e-3), "search_lengths": (3, 6),
+           "search_every": 3, "unsup_search_lengths": (2,), "unsup_search_every": 2, "rates": (0.0, 0.4)}
+
+
+def test_best_shots_searches_every_row_on_held_out_classes_a_noisy_row_on_noisy_labels():
+    cfg, choices, seen = _searched(LADDERS)
+    shots = choices["best shot"]
+    assert list(shots) == ["MS", "Triplet + EC", "SME", "MS, p = 0.4", "Triplet + EC, p = 0.4"]
+    assert {(t.table, t.split, t.seed, t.options["curve"]) for t in seen} == {(bench.BEST_SHOT, "validation", 4,
+                                                                               "MAP@R")}
+    assert {t.options.get("noise") for t in seen if t.row.endswith("p = 0.4")} == {("symmetric", 0.4)}
+    assert all("noise" not in t.options for t in seen if not t.row.endswith("p = 0.4"))
+    # worked by hand: MS from (1e-3 | 3e-3) x lam 1.0 walks lam down to 0.5 (flanked by 0.25 and 0.75) and the rate
+    # to 1e-2 and back: 3e-3 flanked; then 6 epochs, the last length (longer scores a little higher)
+    assert shots["MS"]["values"] == {"lr": 3e-3, "lam": 0.5, "epochs": 6} and shots["MS"]["edges"] == ["epochs"]
+    assert shots["MS, p = 0.4"]["values"]["lr"] == 1e-3  # its own rate, chosen on noisy held-out labels
+    assert shots["Triplet + EC"]["values"]["energy_confusion"] == 0.0  # the term switched off: a candidate
+    assert shots["SME"]["values"] == {"lr": 3e-3, "tau": 0.2, "epochs": 2}
+    assert shots["SME"]["edges"] == ["epochs"]  # one length: its end
+    starting = bench.best_shot_trials(cfg, 4)
+    assert len(starting) == 2 * (1 + 2 + 1 + 1 + 2)  # two rates x (MS, EC and its off, SME; the noisy MS and EC)
+    assert bench.unplanned(cfg, choices) == len(seen) - len(starting) > 0
+
+
+def test_the_grid_trains_each_row_at_its_choice_and_a_topline_at_its_clean_rows():
+    cfg, choices, _ = _searched(LADDERS)
+    specs = bench.grid(cfg, [0, 1], choices)
+    assert len({(s.key, s.seed) for s in specs}) == len(specs) == len({s.digest() for s in specs})
+    assert list(dict.fromkeys(s.table for s in specs)) == [bench.MAIN, bench.NOISE]
+    main = {s.row: s for s in specs if s.table == bench.MAIN and s.seed == 0}
+    assert (main["MS"].settings.lr, main["MS"].settings.epochs, dict(main["MS"].options)) == (3e-3, 6, {"value": 0.5})
+    assert dict(main["Triplet + EC"].options) == {"value": 0.0}
+    sme = main["SME"]  # its knob a setting of its own settings, its rate and length its search's
+    assert (type(sme.settings).__name__, sme.settings.tau, sme.settings.lr, sme.settings.epochs) == (
+        "CBSwRSettings", 0.2, 3e-3, 2) and dict(sme.options) == {}
+    noise = {(s.row, s.column): s for s in specs if s.table == bench.NOISE and s.seed == 0}
+    assert set(noise) == {(n, (0.4, kind)) for n in ("MS", "Triplet + EC") for kind in ("noisy", "topline")}
+    noisy, topline = noise[("MS", (0.4, "noisy"))], noise[("MS", (0.4, "topline"))]
+    assert noisy.settings.lr == 1e-3 and noisy.options["noise"] == ("symmetric", 0.4)
+    assert topline.settings.lr == 3e-3 and topline.options["fraction"] == pytest.approx(0.6)
+    assert noisy.options["measures"] == topline.options["measures"] == ("R@1",)
+    plain = {s.row: s for s in bench.grid(cfg, [0]) if s.table == bench.MAIN}  # no search: the profile's
+    assert plain["MS"].settings.lr == cfg.lr and dict(plain["MS"].options) == {"value": bench.METHODS["MS"].values[0]}
+
+
+def test_the_runner_scores_a_noisy_trial_on_noisy_held_out_labels_and_a_run_on_its_own(digits, monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "fit", lambda data, name, own, **kw: seen.append((data, name, own, kw)) or "run")
+    cfg = profiles.settings("bench", "smoke", {"methods": ("MS",), **LADDERS})
+    validation = bench.validation_split(digits, 2)
+    run = bench.run_spec({"validation": validation, "main": digits}, "cpu")
+    trials = {}
+    for t in bench.best_shot_trials(cfg, 4):  # each row's first: at the first starting rate
+        trials.setdefault(t.row, t)
+    assert run(trials["MS, p = 0.4"]) == "run" and run(trials["MS"]) == "run"
+    (noisy, _, own, kw), (clean, *_) = seen
+    assert own.lr == 1e-3 and own.eval_every == 3 and kw == {
+        "value": 1.0, "seed": 4, "device": "cpu", "noise": ("symmetric", 0.4), "fraction": 1.0,
+        "measures": ("MAP@R",), "curve": "MAP@R"}
+    changed = np.mean(np.asarray(noisy.test.labels) != np.asarray(validation.test.labels))
+    assert 0.2 < changed < 0.6 and set(noisy.test.labels) == set(validation.test.labels)  # among its own classes
+    assert clean.test is validation.test and noisy.train is validation.train  # training labels: fit's to corrupt
+    spec = next(s for s in bench.grid(cfg, [0]) if s.table == bench.MAIN)
+    run(spec)
+    assert seen[-1][0] is digits and seen[-1][3]["curve"] is None and seen[-1][3]["measures"] == bench.MEASURES
+
+
+@pytest.mark.parametrize("profile", ["smoke", "colab", "full", "fashion", "glyphs2"])
+def test_the_plan_counts_the_searches_first_trials_and_the_grid(profile):
+    cfg = profiles.settings("bench", profile)
+    counted = plan.GRIDS["bench"](cfg, 1000)
+    assert sum(t.runs for t in counted) == len(bench.best_shot_trials(cfg, 0)) + len(bench.grid(cfg,
+                                                                                                  range(cfg.n_seeds)))
+
+
+def test_the_knobs_a_run_searched_read_back_from_the_one_search_or_an_older_runs_table():
+    new = {"choices": {"best shot": {"Triplet + L^W": {"values": {"lr": 1e-3, "sinkhorn": 0.01, "epochs": 10}},
+                                     "Triplet + L^W, p = 0.4": {"values": {"sinkhorn": 2.0}},
+                                     "SME": {"values": {"lr": 1e-2, "epochs": 8}}}}, "tables": []}
+    assert bench.searched_knobs(new) == {"Triplet + L^W": 0.01, "SME": bench.METHODS["SME"].values[0]}
+    old = {"tables": [{"table": bench.SEARCH_TABLE, "measured": {
+        "Triplet + L^W, sinkhorn = 0.5, lr 0.001": {"MAP@R": [0.4]},
+        "Triplet + L^W, sinkhorn = 0.1, lr 0.001": {"MAP@R": [0.5]}}}]}
+    assert bench.searched_knobs(old) == {"Triplet + L^W": 0.1} and bench.searched_knobs({"tables": []}) == {}
 
 
 def test_what_the_bench_says_names_the_leader_the_gate_and_the_robustness_as_the_tables_make_them():

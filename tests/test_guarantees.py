@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from dml_tutorial import experiment, guarantees, plan, profiles, train
+from dml_tutorial import noise as label_noise
 
 
 def _by_table(specs):
@@ -102,9 +103,9 @@ def test_each_row_searches_on_held_out_labels_as_noisy_as_its_own():
     assert guarantees.unplanned(cfg, {"best shot": choices}) == len(seen) - len(starting)
     held = SimpleNamespace(labels=np.repeat(np.arange(800, 900), 20))
     held.with_labels = lambda labels: SimpleNamespace(labels=labels)
-    noisy = guarantees.held_out_noise(held, ("symmetric", 0.4), seed=3)
+    noisy = label_noise.held_out_noise(held, ("symmetric", 0.4), seed=3)
     assert set(noisy.labels) <= set(range(800, 900)) and 0.3 < np.mean(noisy.labels != held.labels) < 0.5
-    assert guarantees.held_out_noise(held, None, 3) is held
+    assert label_noise.held_out_noise(held, None, 3) is held
 
 
 def test_the_runner_starts_from_the_weights_of_the_same_seeds_clean_run_which_is_never_cached(monkeypatch,

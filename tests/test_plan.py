@@ -186,11 +186,11 @@ def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
     cfg = profiles.settings("bench", "smoke")
     p = plan.make("bench", cfg, "cpu", n_train=1_000)
     names = bench.selected(cfg)
-    search = sum(cfg.search_seeds * len(bench.method(n).values) for n in names)  # a control: one candidate
-    assert p.runs == search + len(bench.grid(cfg, range(cfg.n_seeds)))  # the lengths, the bench, noise rates
-    own = p.trainings[:len(names)]  # the search's sections, one a method: every other shares a method's probe
-    assert [t.section for t in own] == names and len(probed) == len(names)
-    assert {t.key for t in p.trainings} == {t.key for t in own}
+    assert p.runs == len(bench.best_shot_trials(cfg, 0)) + len(bench.grid(cfg, range(cfg.n_seeds)))
+    own = []  # the first section of each probe
+    for t in p.trainings:
+        own += [t] if t.key not in {o.key for o in own} else []
+    assert [t.loss[1] for t in own] == names and len(probed) == len(names)  # one probe a method
     net, x, y = models.make_model("mlp", (1, 8, 8), 8), torch.randn(20, 1, 8, 8), torch.arange(20) % 5
 
     def value(loss):  # as train.fit calls it; some methods draw their negatives at random
@@ -200,10 +200,10 @@ def test_bench_plan_times_each_method_with_its_own_objective(monkeypatch):
     for t, kw in zip(own, probed):
         if t.loss[0] == "bench":
             assert kw["classes"] == cfg["p"]
-            assert value(kw["loss_fn"]) == pytest.approx(value(bench.make_loss(t.section)))
+            assert value(kw["loss_fn"]) == pytest.approx(value(bench.make_loss(t.loss[1])))
         else:
             built = kw["objective"](models.make_model("mlp", (1, 8, 8), 8))
-            assert type(built).__name__ == bench.method(t.section).unsupervised
+            assert type(built).__name__ == t.loss[1] == bench.method(t.loss[1]).unsupervised
     with_ec = bench.make_loss("Triplet + EC")  # a term that needs the model: the probe passes the batch as fit does
     assert plan.probe("mlp", (1, 8, 8), 20, 8, "cpu", steps=1, loss_fn=with_ec, classes=5) > 0
 
