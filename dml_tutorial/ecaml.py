@@ -160,8 +160,6 @@ REPORTED["SOP"] = {row: dict(zip(_SOP, values, strict=True)) for row, values in 
     "Triplet": (57.9, 75.6, 88.5, 96.3, 86.4, 20.8), "ECAML(Tri)": (64.9, 80.0, 90.5, 96.9, 87.0, 23.3),
     "N-Pair": (68.0, 84.0, 93.1, 97.8, 87.6, 25.8), "ECAML(N-Pair)": (69.8, 84.7, 93.2, 97.8, 88.0, 27.2),
     "Binomial": (68.5, 84.0, 93.1, 97.7, 88.5, 29.9), "ECAML(Binomial)": (71.3, 85.6, 93.6, 98.0, 89.9, 32.8)}.items()}
-#: The paper table a run on each dataset is compared with (smoke data: the profile's ``compare_with``).
-PAPER_TABLE = {"cub200": "CUB", "cars196": "CARS", "sop": "SOP"}
 #: Table 1 (CARS, R@1 in %): the lambda ablation, as printed (lambda = 0 is the baseline).
 REPORTED_LAMBDA = {
     "triplet": {0.0: 68.3, 0.001: 74.6, 0.01: 80.1, 0.02: 81.0, 0.1: 72.3, 1.0: 59.3},

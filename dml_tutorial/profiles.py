@@ -25,6 +25,7 @@ Why each test-bed profile holds what it holds, and what it held before, is writt
 from __future__ import annotations
 
 import os
+from typing import NamedTuple
 
 from . import __version__
 from .settings import TYPES, Settings
@@ -394,3 +395,52 @@ def shows_progress(cfg: Settings) -> bool | None:
     data (one bar over a grid's runs), ``None`` in the smoke profile, whose outputs the book stores and nbval
     compares: nothing (the book removes stderr, so stored bars were read by no one)."""
     return True if cfg.profile in ("colab", "full") else None if cfg.profile == "smoke" else False
+
+
+#: The paper's column a chapter's tables quote beside ours, by dataset (a dataset not listed: the profile's
+#: ``compare_with``).
+PAPER_COLUMNS = {"dcdl": {"cifar10": "C-10", "cifar100": "C-100", "stl10": "S-10"},
+                 "cbswr": {"cub200": "CUB", "cars196": "CARS"},
+                 "eps": {"cub200": "CUB", "cars196": "CARS", "omniglot": "OMNIGLOT"},
+                 "ecaml": {"cub200": "CUB", "cars196": "CARS", "sop": "SOP"}}
+
+
+class Start(NamedTuple):
+    """What a chapter's setup cell makes of its parameters (:func:`begin`): its settings, device, seeds, run cache
+    (:func:`default_cache`) and what it shows while it trains (:func:`shows_progress`); it unpacks as
+    ``cfg, device, seeds, cache, progress = start`` and prints as one line."""
+
+    cfg: Settings
+    device: object  # a torch.device
+    seeds: list
+    cache: str | None
+    progress: bool | None
+
+    @property
+    def paper(self) -> str | None:
+        """The paper's column the chapter's tables quote (:data:`PAPER_COLUMNS`)."""
+        return PAPER_COLUMNS.get(self.cfg.chapter, {}).get(self.cfg.dataset, self.cfg.compare_with)
+
+    def __str__(self) -> str:
+        c = self.cfg
+        batch = f"{c.p} classes x {c.k}" if c.p and c.k else f"{c.get('batch_size')}"
+        parts = [f"profile: {c.profile}", f"dataset: {c.dataset}", f"model: {c.model}", f"epochs: {c.epochs}",
+                 f"batches of {batch}", f"seeds: {self.seeds}", f"device: {self.device}"]
+        return " | ".join(parts + ([f"paper: {self.paper}"] if self.paper else []))
+
+
+def begin(chapter: str, profile: str = "auto", changes: dict | None = None, seed: int = 0, device="auto",
+          runs=None, **overrides) -> Start:
+    """A chapter's start from its notebook's parameters: the settings (:func:`settings` with ``changes`` and
+    ``overrides``), the device (``"auto"``: CUDA where there is one), the seeds ``seed``, ``seed + 1``, ... (as
+    many as the profile runs), everything seeded with ``seed`` on the profile's threads, the run cache under
+    ``runs`` and the progress the profile shows.
+
+        cfg, device, seeds, cache, progress = start = profiles.begin("eps", PROFILE, SETTINGS, SEED, DEVICE, RUNS)
+    """
+    from . import train  # here, not at the top: the command line reads the profiles without loading torch
+
+    cfg = settings(chapter, profile, changes, **overrides)
+    dev = train.resolve_device(device)
+    train.seed_everything(seed, threads=cfg.threads)
+    return Start(cfg, dev, [seed + i for i in range(cfg.n_seeds)], default_cache(cfg, runs), shows_progress(cfg))

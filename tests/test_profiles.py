@@ -133,3 +133,22 @@ def test_the_cache_folder_changes_with_every_setting_and_the_version(monkeypatch
     assert profiles.default_cache(profiles.settings("ecaml", "colab")) == profiles.default_cache(colab)
     monkeypatch.setattr(profiles, "__version__", "9.9.9")
     assert profiles.default_cache(colab) not in folders
+
+
+def test_a_chapter_begins_with_its_settings_device_seeds_cache_and_progress(tmp_path):
+    """profiles.begin, every chapter's setup cell: it unpacks into the five names the chapters use, seeds from
+    SEED, keeps no cache on a CPU profile unless RUNS names a folder, and prints one line with the paper's column."""
+    start = profiles.begin("eps", "smoke", {"epochs": 2}, seed=5, device="cpu")
+    cfg, device, seeds, cache, progress = start
+    assert cfg == profiles.settings("eps", "smoke", {"epochs": 2}) and str(device) == "cpu"
+    assert seeds == [5, 6, 7] == [5 + i for i in range(cfg.n_seeds)] and cache is None and progress is None
+    assert start.paper == cfg.compare_with == "CARS"  # digits: the profile's column
+    assert str(start) == ("profile: smoke | dataset: digits | model: mlp | epochs: 2 | batches of 6 classes x 8 | "
+                          "seeds: [5, 6, 7] | device: cpu | paper: CARS")
+    kept = profiles.begin("bench", "glyphs2", runs=tmp_path, device="cpu")
+    assert kept.cache == profiles.default_cache(kept.cfg, tmp_path) and kept.progress is False
+    assert "paper" not in str(kept) and kept.paper is None
+    cub = profiles.begin("cbswr", "colab", device="cpu")  # a GPU profile named on a CPU: its cache, its column
+    assert cub.paper == "CUB" and cub.cache.startswith("runs/cbswr-cub200-") and "batches of 64" in str(cub)
+    with pytest.raises(ValueError, match="unknown chapter"):
+        profiles.begin("nope", "smoke")
