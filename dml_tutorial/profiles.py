@@ -423,9 +423,9 @@ class Start(NamedTuple):
 
     def __str__(self) -> str:
         c = self.cfg
-        batch = f"{c.p} classes x {c.k}" if c.p and c.k else f"{c.get('batch_size')}"
+        batch = f"{c.p} classes x {c.k}" if c.p and c.k else c.batch_size if "batch_size" in c else None
         parts = [f"profile: {c.profile}", f"dataset: {c.dataset}", f"model: {c.model}", f"epochs: {c.epochs}",
-                 f"batches of {batch}", f"seeds: {self.seeds}", f"device: {self.device}"]
+                 *([f"batches of {batch}"] if batch else []), f"seeds: {self.seeds}", f"device: {self.device}"]
         return " | ".join(parts + ([f"paper: {self.paper}"] if self.paper else []))
 
 

@@ -152,3 +152,5 @@ def test_a_chapter_begins_with_its_settings_device_seeds_cache_and_progress(tmp_
     assert cub.paper == "CUB" and cub.cache.startswith("runs/cbswr-cub200-") and "batches of 64" in str(cub)
     with pytest.raises(ValueError, match="unknown chapter"):
         profiles.begin("nope", "smoke")
+    whole = profiles.begin("dcdl", "smoke", device="cpu")  # no P x K batch and no batch size: none printed
+    assert "batches" not in str(whole) and str(whole).endswith("device: cpu | paper: C-10")
