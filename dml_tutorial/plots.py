@@ -800,3 +800,27 @@ def ec_pulls(curves: dict, title: str = ""):
         ax.legend(fontsize=8)
     fig.suptitle(title)
     return fig
+
+
+def cbswr_step():
+    """One training step of CBSwR (Li et al., eq. 10: alpha L_m + beta L_rim + gamma L_rec) as a :func:`diagram`:
+    an image and its view through the encoder into the embedding and the RIM classifier, the clusters' centroids
+    decoded (L_rec) and embedded into the centre-based softmax (L_m)."""
+    nodes = {
+        "image $I_i$ and\nits view $\\hat I_i$": (0.07, 0.5),
+        "encoder\n(CNN features)": (0.25, 0.5),
+        "embedding $F$\n$f_i$, $\\hat f_i$ (unit norm)": (0.47, 0.85),
+        "RIM classifier\nsoftmax over K clusters": (0.47, 0.5),
+        "centroids $r_k$\n(mean feature per cluster)": (0.47, 0.15),
+        "$L_{rim}$ (eq. 1–3)\nbalanced, confident": (0.72, 0.6),
+        "decoder $D$": (0.7, 0.06),
+        "$L_{rec}$ (eq. 5)": (0.91, 0.06),
+        "centroid embeddings\n$c_k = F(r_k)$": (0.88, 0.36),
+        "$L_m$ (eq. 6–9)\ncenter-based softmax": (0.88, 0.85),
+    }
+    image, encoder, embedding, classifier, centroids, rim, decoder, rec, c_k, l_m = nodes
+    edges = [(image, encoder, ""), (encoder, embedding, "features"), (embedding, classifier, ""),
+             (classifier, rim, ""), (classifier, centroids, "argmax"), (encoder, centroids, "features"),
+             (centroids, decoder, ""), (decoder, rec, ""), (centroids, c_k, "$F$"), (c_k, l_m, ""),
+             (embedding, l_m, "")]
+    return diagram(nodes, edges, title=r"CBSwR, one step (eq. 10: $\alpha L_m + \beta L_{rim} + \gamma L_{rec}$)")

@@ -174,3 +174,100 @@ def flows(seed: int = 0, steps: int = 40, lr: float = 0.1):
     text = (f"points of x within 0.05 of a point of y after {steps} steps: "
             + ", ".join(f"{name} {100 * share:.0f} %" for name, share in arrived.items()))
     return fig, text
+
+
+# --- Foundations: the triplet hinge ----------------------------------------------------------------------------------
+def triplet_hinge(margins=(0.1, 0.2, 0.5), positive_angle: float = 0.5):
+    """The triplet loss (:func:`dml_tutorial.losses.triplet_loss`, every negative) of an anchor at angle 0, a
+    positive at ``positive_angle`` (radians) and a negative swept from 0 to 180 degrees, on the unit circle, for
+    each of ``margins``: the hinge stops pushing once the negative is a margin further than the positive."""
+    from . import losses
+
+    angles = np.linspace(0, np.pi, 181)
+    anchor = torch.tensor([[1.0, 0.0]])
+    positive = torch.tensor([[np.cos(positive_angle), np.sin(positive_angle)]], dtype=torch.float32)
+    labels = torch.tensor([0, 0, 1])
+
+    def at(t, margin):
+        negative = torch.tensor([[np.cos(t), np.sin(t)]], dtype=torch.float32)
+        return losses.triplet_loss(torch.cat([anchor, positive, negative]), labels, margin=margin,
+                                   negatives="all").item()
+
+    fig, ax = plt.subplots(figsize=(6, 3.1), constrained_layout=True)
+    for i, margin in enumerate(margins):
+        ax.plot(np.degrees(angles), [at(t, margin) for t in angles], color=plots.PALETTE[i],
+                label=f"margin α = {margin}")
+    ax.axvline(np.degrees(positive_angle), color="grey", ls=":", label="angle of the positive")
+    ax.set(xlabel="angle between anchor and negative (degrees)", ylabel="triplet loss (averaged over 2 anchors)",
+           title="The hinge stops pushing once the negative is far enough")
+    ax.legend(frameon=False)
+    return fig
+
+
+# --- The loss zoo: distance-weighted sampling ------------------------------------------------------------------------
+def distance_weighting(seed: int = 0, dims=(2, 16, 64, 128, 512), sampled_dims=(16, 64, 512)):
+    """Left: :func:`dml_tutorial.sampling.distance_weights` as a sampling probability over distances 0.3-1.9 in
+    each of ``dims`` dimensions (Wu et al. 2017: q(d)^-1, clipped, cut at 1.4); right, why: the distances between
+    400 random unit vectors in each of ``sampled_dims`` concentrate at sqrt(2)."""
+    d = torch.linspace(0.3, 1.9, 400, dtype=torch.float64)
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.4))
+    for n in dims:
+        w = sampling.distance_weights(d[None, :], dim=n)[0]
+        ax1.semilogy(d, (w / w.sum()).clamp(min=1e-300), label=f"n = {n}")
+    ax1.set(xlabel="distance to the anchor", ylabel="sampling probability (log)",
+            title="distance_weights: q(d)^-1, clipped at 0.5, cut at 1.4")
+    ax1.legend(fontsize=8)
+    for n in sampled_dims:
+        x = torch.nn.functional.normalize(torch.randn(4000, n, generator=torch.Generator().manual_seed(seed)), dim=1)
+        ax2.hist(torch.pdist(x[:400]).numpy(), bins=80, density=True, histtype="step", label=f"n = {n}")
+    ax2.axvline(2**0.5, color="grey", lw=0.8, ls=":")
+    ax2.set(xlabel="distance between random unit vectors", ylabel="density",
+            title="why: distances concentrate at sqrt(2)")
+    ax2.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- The noise chapter: how much noise the optimum survives -----------------------------------------------------------
+def noise_bounds(classes=(6, 20, 100), gammas=(0.5, 0.8)):
+    """The largest noise rate under which the triplet loss's optimum is guaranteed
+    (:func:`dml_tutorial.noise.triplet_noise_bound`, eq. 27) against the skew eta of its negative sampling, for
+    each number of classes K of ``classes``, beside eq. 27 without its epsilon(K); and a line per gamma of the
+    marginal loss's bounds (:func:`dml_tutorial.noise.marginal_noise_bound`, eq. 37) at Q >= 0 and Q >= 0.5."""
+    from . import noise
+
+    etas = np.linspace(1.0, 10.0, 46)
+    fig, ax = plt.subplots(figsize=(6.5, 3.8), constrained_layout=True)
+    for i, k in enumerate(classes):
+        ax.plot(etas, [noise.triplet_noise_bound(float(e), k) for e in etas], color=plots.PALETTE[i],
+                label=f"K = {k}")
+    ax.plot(etas, 1 - np.sqrt(1 - 1 / etas), "k--", label=r"eq. 27 without $\epsilon(K)$: $1 - \sqrt{1 - 1/\eta}$")
+    ax.set(xlabel=r"skew $\eta$ of the negative sampling", ylabel="largest tolerated noise rate p",
+           title="Triplet loss: how much noise the optimum survives", ylim=(0, 1))
+    ax.legend(fontsize=8)
+    lines = [f"marginal loss, gamma = {gamma}: p < {noise.marginal_noise_bound(gamma, 10**6):.3f} for Q >= 0 "
+             f"(eq. 37: {1 - np.sqrt(1 - gamma):.3f}); p < {noise.marginal_noise_bound(gamma, 10**6, level=0.5):.3f} "
+             "for the Q >= 0.5 the text asks for" for gamma in gammas]
+    return fig, "\n".join(lines)
+
+
+# --- EPS: which embedding each loss prefers (Theorems 1-2, Claims 1-2) -----------------------------------------------
+def preferred_embeddings(draws: int = 200, flip: float = 0.1) -> list[str]:
+    """The triplet and the margin loss (its mean over non-zero terms, and the plain sum Theorem 2 is about), with
+    every positive and with easy positives, each averaged over ``draws`` noise draws of
+    :func:`dml_tutorial.eps.collapsed_and_separated` (every negative), on the collapsed and the separated
+    embedding of the same batch: a line each, naming the one with the lower loss."""
+    from . import eps, losses
+
+    def mean_loss(loss, embedding, positives):
+        return np.mean([loss(batch[embedding], batch["labels"], negatives="all", positives=positives).item()
+                        for batch in (eps.collapsed_and_separated(flip=flip, seed=s) for s in range(draws))])
+
+    lines = []
+    for name, loss in (("triplet", losses.triplet_loss), ("margin", losses.margin_loss),
+                       ("margin, sum", partial(losses.margin_loss, reduction="sum"))):
+        for positives in ("all", "easy"):
+            c, s = mean_loss(loss, "collapsed", positives), mean_loss(loss, "separated", positives)
+            lines.append(f"{name:11s} positives={positives:5s} collapsed {c:.4f}  separated {s:.4f}  -> lower: "
+                         f"{'collapsed' if c < s else 'separated'}")
+    return lines

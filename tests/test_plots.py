@@ -370,3 +370,10 @@ def test_the_batch_transport_figure_draws_the_exact_plan_and_its_cost():
     assert titles == ["apart\nOT cost 2.50", "together\nOT cost 0.00"]
     assert fig._suptitle.get_text().startswith("Class 0 (blue) against the rest of a batch")
     plt.close(fig)
+
+
+def test_the_cbswr_step_draws_its_ten_boxes_and_its_three_losses():
+    fig = plots.cbswr_step()
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum("(eq." in t for t in texts) == 3 and len([t for t in texts if t]) >= 10  # L_rim, L_rec, L_m
+    assert "eq. 10" in fig.axes[0].get_title() or any("eq. 10" in t.get_text() for t in fig.texts)

@@ -65,3 +65,32 @@ def test_the_sinkhorn_flow_brings_every_point_to_its_target_where_the_papers_mmd
     shares = dict(re.findall(r"(MMD, σ = 0.05|MMD, median σ|Sinkhorn, ε = 0.05²) (\d+) %", text))
     assert shares["Sinkhorn, ε = 0.05²"] == "100" and shares["MMD, σ = 0.05"] == "0"
     assert discrepancy.mmd  # the flows use the package's divergences, not copies
+
+
+def test_the_triplet_hinge_is_zero_once_the_negative_is_far_and_grows_with_the_margin():
+    fig = toys.triplet_hinge(margins=(0.1, 0.5), positive_angle=0.5)
+    curves = [line.get_ydata() for line in fig.axes[0].get_lines()[:2]]
+    for values in curves:  # the negative opposite the anchor: 2 away, beyond the positive's 2 sin(0.25) + margin
+        assert values[-1] == 0 and values[0] > 0
+    assert all(np.asarray(curves[1]) >= np.asarray(curves[0]))  # a wider margin never lowers the hinge
+
+
+def test_distance_weighting_draws_a_curve_per_dimension_and_a_histogram_per_sampled_one():
+    fig = toys.distance_weighting(seed=0, dims=(2, 64), sampled_dims=(16, 512))
+    assert len(fig.axes[0].get_lines()) == 2 and len(fig.axes[1].patches) == 2
+
+
+def test_the_noise_bounds_quote_eq_37_and_the_triplet_bound_falls_with_the_skew():
+    fig, text = toys.noise_bounds(classes=(6, 100), gammas=(0.5,))
+    assert f"(eq. 37: {1 - np.sqrt(0.5):.3f})" in text  # 1 - sqrt(1 - gamma), by hand: 0.293
+    for line in fig.axes[0].get_lines()[:2]:
+        assert np.all(np.diff(line.get_ydata()) <= 1e-12)  # more skew, less noise tolerated
+
+
+def test_each_loss_prefers_the_embedding_the_theorems_say():
+    lines = {tuple(line.split("positives=")[0].split()) + (line.split("positives=")[1].split()[0],): line
+             for line in toys.preferred_embeddings(draws=50)}
+    assert lines[("triplet", "all")].endswith("lower: collapsed")  # Theorem 1
+    assert lines[("triplet", "easy")].endswith("lower: separated")  # Claim 1
+    assert lines[("margin,", "sum", "all")].endswith("lower: collapsed")  # Theorem 2, on the plain sum
+    assert lines[("margin", "easy")].endswith("lower: separated")  # Claim 2
