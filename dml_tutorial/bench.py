@@ -73,8 +73,8 @@ _TRIPLET = (("negatives", "semihard-random"),)
 #: DCDL's own local loss (dcdl.LOCAL_LOSSES["trip"]: margin 0.5 on squared distances, FaceNet's band), the base
 #: its lambda was set against.
 _DCDL_TRIPLET = (("margin", 0.5), ("squared", True), ("negatives", "semihard-band"))
-#: The ladders of the walk (:func:`next_trials`): a step beyond each end of the candidates, or two where the first
-#: test bed II search chose an end (N-pair's scale 10, a triplet margin of 0.4).
+#: The ladders a search's knob walks (:func:`search_rule`): a step beyond each end of test bed I's candidates, or two
+#: where the bench's first test bed II search chose an end (N-pair's scale 10, a triplet margin of 0.4).
 _MARGINS = (0.05, 0.1, 0.2, 0.4, 0.8)
 #: The bench's methods, by the name its tables use.
 METHODS = {m.name: m for m in (
@@ -138,8 +138,7 @@ def settings(name: str, cfg: BenchSettings, value=None, lr: float | None = None,
     ``value`` for the ``lr`` knob; for an unsupervised method a :class:`~dml_tutorial.settings.CBSwRSettings` with
     the bench's shared settings, its own epochs, batch size and learning rate (``unsup_*``), and the knob (the
     number of clusters ``k`` there, not the P x K batch's). ``lr``, where given, replaces the learning rate either
-    way (a search over each method's own rate, :func:`rates`); so does ``epochs`` the number of epochs (a length
-    :func:`choose_lengths` chose)."""
+    way (a rate a search chose, :func:`best_shots`); so does ``epochs`` the number of epochs (a length it chose)."""
     m = method(name)
     value = m.values[0] if value is None else value
     if lr is not None and m.knob == "lr":
@@ -393,7 +392,7 @@ def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:
     return {name: (value, lr) for name, (value, lr, _) in best.items()}
 
 
-#: The table of each method's validation curve at the chosen setting (:func:`choose_lengths`).
+#: The table of each method's validation curve at its chosen setting, in the runs made before the one search.
 LENGTH_TABLE = tables.BENCH_LENGTH
 
 
@@ -417,9 +416,9 @@ def still_climbing(runs: list[dict]) -> tuple[int, int]:
 def capped(table: dict) -> list[str]:
     """The methods whose length the budget chose, not the curve, read back from a recorded length table
     (:data:`LENGTH_TABLE`, rows ``"<name>, <knob> = <value>[, lr <rate>]"``, columns ``"<n> epochs"``): those
-    whose checkpoint with the highest mean over seeds (ties: the shorter, as :func:`choose_lengths` picks) is the
-    longest one tried. Their validation curve had not stopped rising at ``length_factor`` times their budget, so
-    they are ranked while still climbing."""
+    whose checkpoint with the highest mean over seeds (ties: the shorter, as those runs' search picked) is the
+    longest one tried. Their validation curve had not stopped rising at three times their budget, so they are
+    ranked while still climbing."""
     names = []
     for row, columns in table.items():
         means = {int(column.split()[0]): float(np.mean(v)) for column, v in columns.items()}

@@ -50,7 +50,7 @@ def merge_seeds(runs: list[dict]) -> dict:
 def row_seeds(runs: list[dict], table) -> dict:
     """``{row: [seed, ...]}``: the seeds whose runs recorded each row of ``table`` (a declared
     :class:`~dml_tutorial.tables.Table`, or an undeclared table's title), sorted. The rows of a table can
-    differ from seed to seed (the bench's search walks each seed its own way, :func:`dml_tutorial.bench.search`),
+    differ from seed to seed (the bench's own search, before issue #86, walked each seed its own way),
     and :func:`merge_seeds` then gives such a row fewer values than the table has seeds."""
     seeds = defaultdict(set)
     for run in runs:
