@@ -615,3 +615,80 @@ def validated_text(runs: list[dict]) -> str:
                       for t in claims.DCDL_VALIDATED)
     chose = f"seed{'s' * (len(seeds) > 1)} {', '.join(map(str, seeds))}"
     return f"{text} Test bed II's bench search chose, on {chose}: {picks}."
+
+
+# --- the chapter's tables, from its runs ----------------------------------------------------------------------------
+#: The bench's two recorded tables.
+TABLE = "All methods on the unseen classes"
+ROBUSTNESS = "Robustness: Recall@1 under noise over the (1 - p) topline"
+
+
+def bench_table(results: dict, refs: dict, labels, seeds, cfg, device=None) -> dict:
+    """:data:`TABLE`, ``{row: {measure: [one per seed]}}``: each method's runs of :data:`MAIN` (``results``,
+    ``{(name, ""): [Run]}``, measured by :func:`fit`), then each reference row of ``refs`` (``{(kind, ""): [Run]}``,
+    :func:`dml_tutorial.experiment.references`) scored the same way (:func:`scores`, the seed's k-means)."""
+    table = {name: {m: [r.metrics[m] for r in runs] for m in MEASURES} for (name, _), runs in results.items()}
+    for (kind, _), runs in refs.items():
+        per_seed = [scores(r.test_embeddings, labels, s, cluster_classes=cfg.get("cluster_classes"), device=device)
+                    for r, s in zip(runs, seeds)]
+        table[kind] = {m: [x[m] for x in per_seed] for m in MEASURES}
+    return table
+
+
+def ranked(table: dict, methods, measures=MEASURES) -> pd.DataFrame:
+    """``methods`` of a bench table ranked by each of ``measures`` (:func:`ranking`), side by side: each measure's
+    mean with its 95% interval, in %, and its rank with ties; rows in the first measure's order."""
+    frames = []
+    for measure in measures:
+        frame = ranking({n: table[n][measure] for n in methods})
+        cells = [f"{r['mean']:.1f} ({r['low']:.1f} to {r['high']:.1f})" for _, r in frame.iterrows()]
+        frames.append(pd.DataFrame({f"{measure}, % (95% CI)": cells, f"rank ({measure})": frame["rank"]},
+                                   index=frame.index))
+    return frames[0].join(frames[1:])
+
+
+def robustness_curves(noise_runs: dict, names, rates) -> dict:
+    """``{method: {p: robustness}}``: :func:`robustness` at each noisy rate of ``rates`` for each of ``names``
+    from the runs of :data:`NOISE` (``{(name, (p, "noisy" | "topline")): [Run]}``), and 1 at p = 0 (there the
+    topline is the clean run)."""
+    return {n: {0.0: {"mean": 1.0, "ci": (1.0, 1.0)},
+                **{p: robustness(noise_runs[(n, (p, "noisy"))], noise_runs[(n, (p, "topline"))])
+                   for p in rates if p}} for n in names}
+
+
+def robustness_table(curves: dict) -> dict:
+    """:data:`ROBUSTNESS` as recorded, ``{method: {"p = <rate>": per-seed ratios}}``, from
+    :func:`robustness_curves` (p = 0 left out)."""
+    return {n: {f"p = {p:g}": c["ratios"] for p, c in by_rate.items() if p} for n, by_rate in curves.items()}
+
+
+def reading(recorded: dict, kinds) -> list:
+    """What the chapter shows of a recorded bench run (``recorded``: its tables by title,
+    :func:`dml_tutorial.report.recorded`), in order: the methods ranked (:func:`ranked`; ``kinds``: the reference
+    rows, not ranked), a sentence and each method against the baseline and each term against its loss, then the
+    robustness at the largest noise rate of the methods that pass the gate on R@1 (or why none is read)."""
+    table, robust = recorded[TABLE], recorded[ROBUSTNESS]
+    methods = [n for n in table if n not in kinds]
+    maps = {n: table[n]["MAP@R"] for n in methods}
+    base = baseline(methods)
+    measures = [m for m in MEASURES if m in table[methods[0]]]
+    out = [ranked(table, methods, measures), f"MAP@R against {base}, then each term against its loss, points (95% CI):",
+           pd.concat([versus(maps, base), term_gains(maps)]).round(1)]
+    worst = max(float(c.split("= ")[1]) for c in next(iter(robust.values())))
+    passing = [n for n, (ok, _) in gated(table).items() if ok]
+    at_worst = ranking({n: robust[n][f"p = {worst:g}"] for n in robust if n in passing})
+    if at_worst.empty:
+        return out + ["No labelled method passes the gate on R@1: no robustness is read."]
+    return out + [(f"Recall@1 under noise p = {worst:g} over the topline, % (95% CI), for the {len(at_worst)} "
+                   "methods that pass the gate on R@1, ranked:"), at_worst.round(1)]
+
+
+def recorded_line(bed: str, recorded: dict, runs: list[dict]) -> str:
+    """One list item of what a recorded bench run says (:func:`said` with enough seeds for ranks, else
+    :func:`first_look`), named ``bed`` and its number of seeds, and how many of its lengths the budget chose
+    (:func:`climbing`, from its run files ``runs``)."""
+    table = recorded[TABLE]
+    n = len(next(iter(table.values()))["MAP@R"])
+    where = f"{bed}, {n} seed{'s' * (n > 1)}"
+    line = said(where, table, recorded[ROBUSTNESS]) if n >= evidence.MIN_SEEDS else first_look(where, table)
+    return line + climbing(runs)

@@ -615,3 +615,52 @@ def test_what_the_bench_says_names_the_leader_the_gate_and_the_robustness_as_the
         f"- **there**: fewer seeds than the {evidence.MIN_SEEDS} a rank needs, so no ranks yet. By mean MAP@R MS "
         "leads (80.0%) and Margin trails (40.0%); raw input 50.0%; untrained network 30.0%.")
     assert bench.climbing([]) == ""
+
+
+def _scored(**metrics):
+    return SimpleNamespace(metrics=metrics)
+
+
+def test_the_chapters_tables_from_its_runs_keep_each_seed_and_score_the_references_as_the_methods():
+    results = {("MS", ""): [_scored(**{"MAP@R": 0.5, "R@1": 0.7, "NMI": 0.6}),
+                            _scored(**{"MAP@R": 0.6, "R@1": 0.8, "NMI": 0.7})]}
+    z = torch.nn.functional.normalize(torch.randn(30, 4, generator=torch.Generator().manual_seed(0)), dim=1)
+    labels = np.arange(30) % 3
+    refs = {("raw input", ""): [SimpleNamespace(test_embeddings=z)] * 2}
+    table = bench.bench_table(results, refs, labels, [0, 1], {"cluster_classes": None})
+    assert table["MS"] == {"MAP@R": [0.5, 0.6], "R@1": [0.7, 0.8], "NMI": [0.6, 0.7]}
+    assert table["raw input"]["MAP@R"] == [pytest.approx(metrics.map_at_r(z, labels))] * 2
+    assert table["raw input"]["NMI"] == [pytest.approx(bench.scores(z, labels, s)["NMI"]) for s in (0, 1)]
+    frame = bench.ranked({"A": {"MAP@R": [0.5, 0.6], "R@1": [0.9, 0.9]}, "B": {"MAP@R": [0.2, 0.3], "R@1": [0.8, 0.9]}},
+                         ["B", "A"], measures=("MAP@R", "R@1"))
+    assert list(frame.index) == ["A", "B"] and list(frame.columns) == [
+        "MAP@R, % (95% CI)", "rank (MAP@R)", "R@1, % (95% CI)", "rank (R@1)"]
+    assert frame.loc["A", "MAP@R, % (95% CI)"].startswith("55.0 (")
+
+
+def test_robustness_curves_pair_each_noisy_run_with_its_topline_and_record_the_ratios():
+    runs = {("MS", (0.4, "noisy")): [_scored(**{"R@1": 0.4}), _scored(**{"R@1": 0.3})],
+            ("MS", (0.4, "topline")): [_scored(**{"R@1": 0.8}), _scored(**{"R@1": 0.6})]}
+    curves = bench.robustness_curves(runs, ["MS"], [0.0, 0.4])
+    assert curves["MS"][0.0]["mean"] == 1.0 and curves["MS"][0.4]["ratios"] == [0.5, 0.5]
+    assert bench.robustness_table(curves) == {"MS": {"p = 0.4": [0.5, 0.5]}}
+
+
+def test_a_recorded_run_is_read_as_ranks_gains_and_the_robustness_of_the_methods_that_pass_the_gate():
+    ten = list(np.linspace(0.49, 0.51, 10))
+    table = {"Triplet, random semi-hard": {"MAP@R": ten, "R@1": [v + 0.3 for v in ten]},
+             "MS": {"MAP@R": [v + 0.1 for v in ten], "R@1": [v + 0.35 for v in ten]},
+             "raw input": {"MAP@R": ten, "R@1": ten}, "untrained network": {"MAP@R": ten, "R@1": ten}}
+    robust = {"Triplet, random semi-hard": {"p = 0.4": [0.9] * 10}, "MS": {"p = 0.4": [0.8] * 10}}
+    recorded = {bench.TABLE: table, bench.ROBUSTNESS: robust}
+    items = bench.reading(recorded, ["raw input", "untrained network"])
+    assert list(items[0].index) == ["MS", "Triplet, random semi-hard"]  # ranked, the references left out
+    assert items[1].startswith("MAP@R against Triplet, random semi-hard") and "MS" in items[2].index
+    assert "for the 2 methods that pass the gate on R@1" in items[3]
+    assert items[4].index[0] == "Triplet, random semi-hard"  # the more robust
+    failing = {**recorded, bench.TABLE: {**table, "raw input": {"MAP@R": ten, "R@1": [1.0] * 10}}}
+    assert bench.reading(failing, ["raw input", "untrained network"])[-1].startswith("No labelled method passes")
+    line = bench.recorded_line("test bed II", recorded, [])
+    assert line.startswith("- **test bed II, 10 seeds**: 1 of 2 methods share rank 1")
+    few = {bench.TABLE: {n: {"MAP@R": v["MAP@R"][:3]} for n, v in table.items()}, bench.ROBUSTNESS: robust}
+    assert "fewer seeds than the" in bench.recorded_line("test bed I", few, [])
