@@ -603,3 +603,21 @@ def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, 
     return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=seed,
                                          device=device, progress=progress, checkpoint=checkpoint,
                                          noise=o.get("noise"), evaluate=evaluate)
+
+
+def separations(runs: dict, train, seed: int, at_most: int = 3000) -> tuple[dict, str]:
+    """Table 1's mode separation (:func:`mode_separation`) of each arm's training embeddings (``runs``: ``{arm:
+    [Run per seed]}``, their ``train_embeddings`` in ``train``'s order), the parity classes' training characters as
+    the modes (``train.extras["clean"]``), on at most ``at_most`` samples drawn with ``seed``. Returns ``{arm: [one
+    per seed]}`` and a sentence: each arm's mean and EPS - Triplet, paired by seed, with its 95% interval."""
+    from . import evidence
+
+    keep = np.random.default_rng(seed).permutation(len(train))[:at_most]
+    labels, modes = np.asarray(train.labels)[keep], np.asarray(train.extras["clean"])[keep]
+    out = {arm: [mode_separation(r.train_embeddings[keep], labels, modes) for r in arm_runs]
+           for arm, arm_runs in runs.items()}
+    d = evidence.paired(out["Triplet"], out["EPS + Triplet"])
+    text = (f"separation of the training classes inside their parity class, mean over {len(out['Triplet'])} seeds: "
+            f"Triplet {np.mean(out['Triplet']):.2f}, EPS + Triplet {np.mean(out['EPS + Triplet']):.2f}; EPS - Triplet "
+            f"{d['mean']:+.2f} (95% CI {d['ci'][0]:+.2f} to {d['ci'][1]:+.2f})")
+    return out, text

@@ -824,3 +824,33 @@ def cbswr_step():
              (centroids, decoder, ""), (decoder, rec, ""), (centroids, c_k, "$F$"), (c_k, l_m, ""),
              (embedding, l_m, "")]
     return diagram(nodes, edges, title=r"CBSwR, one step (eq. 10: $\alpha L_m + \beta L_{rim} + \gamma L_{rec}$)")
+
+
+def even_odd_embeddings(runs: dict, parity, unit: str, seed: int):
+    """Table 1's 2-D embeddings themselves (no projection), one row per arm of ``runs`` (``{arm: [Run per seed]}``,
+    its first seed's run): the training ``unit`` (digits or characters) 0-5, labelled even/odd but coloured by
+    their own class (``parity.train.extras["clean"]``), and the unseen ones 6-9 (EPS, section 5.1)."""
+    fig, axes = plt.subplots(len(runs), 2, figsize=(10, 4.3 * len(runs)), constrained_layout=True)
+    for row, name in zip(axes, runs):
+        run = runs[name][0]
+        scatter(row[0], run.train_embeddings.numpy(), parity.train.extras["clean"],
+                title=f"{name}: training {unit} 0-5 (labels: even/odd)")
+        scatter(row[1], run.test_embeddings.numpy(), parity.test.labels, title=f"{name}: unseen {unit} 6-9")
+        for ax in row:
+            ax.legend(title=unit[:-1], fontsize=7, markerscale=2)
+    fig.suptitle(f"The 2-D embedding itself (no projection), seed {seed}")
+    return fig
+
+
+def modes_tsne(runs: dict, splits, rows, seed: int = 0):
+    """The sub-cluster data's held-out embeddings under label noise in t-SNE (EPS, section 5.2), one panel per row
+    of ``rows`` (``runs``: ``{(row, noise): [Run]}``, the first noisy column, its first seed): colour the class,
+    marker which of its 3 modes (``splits.test.extras["modes"] // 4``)."""
+    fig, axes = plt.subplots(1, len(rows), figsize=(10, 4.4), constrained_layout=True)
+    noisy = next(key[1] for key in runs if key[1] != "clean")
+    for ax, row in zip(axes, rows):
+        xy = project_2d(runs[(row, noisy)][0].test_embeddings, "t-SNE", seed=seed)
+        scatter(ax, xy, splits.test.labels, groups=splits.test.extras["modes"] // 4, title=f"{row}, {noisy}")
+    fig.suptitle("colour: the class; marker: which of its 3 modes")
+    axes[-1].legend(title="class", loc="center left", bbox_to_anchor=(1.0, 0.5), markerscale=2, frameon=False)
+    return fig

@@ -486,3 +486,24 @@ def test_fig_3b_scores_and_curve_and_the_all_positives_words():
     assert f"- Trip. + SH, all positives: against one random positive {own}; EPS + Trip. + SH against it " \
            f"{with_eps}" in words
     assert eps.all_positives_words([]).startswith("No test bed II run")
+
+
+def test_separations_measure_each_arms_modes_on_the_same_samples_and_pair_the_arms_by_seed():
+    from types import SimpleNamespace
+
+    from dml_tutorial import evidence
+
+    g = torch.Generator().manual_seed(0)
+    modes = np.arange(40) % 4  # four training characters, two a parity class
+    train = type("Train", (), {"labels": modes % 2, "extras": {"clean": modes}, "__len__": lambda self: 40})()
+    centres = torch.randn(4, 2, generator=g) * 5
+    apart = [SimpleNamespace(train_embeddings=centres[modes] + 0.1 * torch.randn(40, 2, generator=g))
+             for _ in range(3)]
+    together = [SimpleNamespace(train_embeddings=torch.randn(40, 2, generator=g)) for _ in range(3)]
+    out, text = eps.separations({"Triplet": together, "EPS + Triplet": apart}, train, seed=1, at_most=30)
+    keep = np.random.default_rng(1).permutation(40)[:30]
+    assert out["EPS + Triplet"][0] == pytest.approx(eps.mode_separation(apart[0].train_embeddings[keep],
+                                                                        (modes % 2)[keep], modes[keep]))
+    assert min(out["EPS + Triplet"]) > 5 > max(out["Triplet"])  # modes kept apart, modes mixed
+    d = evidence.paired(out["Triplet"], out["EPS + Triplet"])
+    assert f"EPS - Triplet {d['mean']:+.2f}" in text and "mean over 3 seeds" in text

@@ -377,3 +377,22 @@ def test_the_cbswr_step_draws_its_ten_boxes_and_its_three_losses():
     texts = [t.get_text() for t in fig.axes[0].texts]
     assert sum("(eq." in t for t in texts) == 3 and len([t for t in texts if t]) >= 10  # L_rim, L_rec, L_m
     assert "eq. 10" in fig.axes[0].get_title() or any("eq. 10" in t.get_text() for t in fig.texts)
+
+
+def test_the_even_odd_and_the_modes_figures_draw_a_panel_per_arm_and_split():
+    from types import SimpleNamespace
+
+    g = torch.Generator().manual_seed(0)
+    run = SimpleNamespace(train_embeddings=torch.randn(12, 2, generator=g), test_embeddings=torch.randn(8, 2, generator=g))
+    parity = SimpleNamespace(train=SimpleNamespace(extras={"clean": np.arange(12) % 6}),
+                             test=SimpleNamespace(labels=6 + np.arange(8) % 4))
+    fig = plots.even_odd_embeddings({"Triplet": [run], "EPS + Triplet": [run]}, parity, "digits", seed=3)
+    titles = [ax.get_title() for ax in fig.axes]
+    assert titles == ["Triplet: training digits 0-5 (labels: even/odd)", "Triplet: unseen digits 6-9",
+                      "EPS + Triplet: training digits 0-5 (labels: even/odd)", "EPS + Triplet: unseen digits 6-9"]
+    assert fig._suptitle.get_text().endswith("seed 3")
+    test = SimpleNamespace(labels=np.arange(36) % 3, extras={"modes": np.arange(36) % 12})
+    runs = {(row, noise): [SimpleNamespace(test_embeddings=torch.randn(36, 4, generator=g))]
+            for row in ("A", "B") for noise in ("clean", "symmetric 0.2")}
+    fig = plots.modes_tsne(runs, SimpleNamespace(test=test), ("A", "B"), seed=0)
+    assert [ax.get_title() for ax in fig.axes] == ["A, symmetric 0.2", "B, symmetric 0.2"]
