@@ -369,3 +369,71 @@ def identity_lines(risks: dict, num_classes: int) -> list[str]:
                    f"negative pairs, {multipliers[0]:.2f} positive), rank correlation {rho[0]:.2f}; with hinge and "
                    f"mining: rank correlation {rho[1]:.2f}")
     return out
+
+
+# --- section 4: the skew of each miner, and what the theorem then guarantees ----------------------------------------
+#: The miners whose skew section 4 measures.
+MINERS = ("random", "semihard-random", "semihard-fixed", "hard")
+
+
+def miner_skews(cfg, train_split, noisy_train, state, seed: int) -> tuple[dict, dict, dict, list[str]]:
+    """Section 4's measurements, for an untrained network (drawn from ``seed``) and the one with ``state`` (a run
+    trained on ``noisy_train``, the training split with its noisy labels): each of :data:`MINERS` mining batches
+    of the profile's P x K in ``noisy_train``'s embeddings (margin 0.2, batches drawn with ``seed``), with the noisy
+    labels deciding positives and negatives. Returns ``({(when, miner): mean skew}``
+    (:func:`dml_tutorial.noise.negative_skew`), ``{(when, miner): {"max", "never"}}``
+    (:func:`~dml_tutorial.noise.max_skew`), ``{(when, miner): {"active", "pairs"}}``
+    (:func:`~dml_tutorial.noise.corrupted_positive_share`), and a line per pair with the tolerated p at its max
+    skew (:func:`~dml_tutorial.noise.triplet_noise_bound`, K the seen classes)."""
+    from . import data, models, train
+
+    k_seen = len(np.unique(train_split.labels))
+    batches = {"p": cfg["p"], "k": cfg["k"], "seed": seed}  # mining in training-sized batches
+    skews, most, bad_positives, lines = {}, {}, {}, []
+    torch.manual_seed(seed)  # the untrained network: drawn from the first seed
+    for when, weights in (("untrained", None), ("trained", state)):
+        model = models.from_settings(cfg, data.input_shape(train_split))
+        if weights is not None:
+            model.load_state_dict(weights)
+        z = train.embed(model, noisy_train)
+        for miner in MINERS:
+            key = (when, miner)
+            skews[key] = label_noise.negative_skew(z, noisy_train.labels, train_split.labels, miner, margin=0.2,
+                                                   **batches)
+            most[key] = label_noise.max_skew(z, noisy_train.labels, miner, margin=0.2, **batches)
+            bad_positives[key] = label_noise.corrupted_positive_share(z, noisy_train.labels, train_split.labels,
+                                                                      miner, margin=0.2, **batches)
+            lines.append(f"{when:9s} {miner:16s} mean eta {skews[key]:5.2f} | max eta {most[key]['max']:5.1f}, never "
+                         f"picked {100 * most[key]['never']:4.1f}% | tolerated p at the max (K = {k_seen}) "
+                         f"{label_noise.triplet_noise_bound(most[key]['max'], k_seen):.3f}")
+    return skews, most, bad_positives, lines
+
+
+def corrupted_positive_table(bad_positives: dict) -> dict:
+    """``{miner: {"<when>, active triplets": [share], "all positive pairs": [share]}}``: the share of each miner's
+    active triplets whose positive pair is corrupted, untrained and trained, beside the share among all positive
+    pairs (from :func:`miner_skews`)."""
+    return {miner: {f"{when}, active triplets": [bad_positives[(when, miner)]["active"]]
+                    for when in ("untrained", "trained")} | {"all positive pairs": [bad_positives[("trained", miner)]
+                                                                                    ["pairs"]]}
+            for miner in MINERS}
+
+
+def q_table(most: dict, rates, k_seen: int) -> dict:
+    """Eq. 22's Q at each noisy rate of ``rates`` and eq. 27's tolerated p, for balanced 1-1 weights (eta = 1,
+    eq. 24) and for each semi-hard miner at its trained max skew (:func:`miner_skews`), K = ``k_seen``."""
+    etas = {"balanced weights (eta = 1, eq. 24)": 1.0,
+            "random semi-hard, max eta": most[("trained", "semihard-random")]["max"],
+            "fixed semi-hard, max eta": most[("trained", "semihard-fixed")]["max"]}
+    return {row: {**{f"p = {r:g}": [label_noise.triplet_multiplier(r, eta, k_seen)] for r in rates if r},
+                  "tolerated p": [label_noise.triplet_noise_bound(eta, k_seen)]} for row, eta in etas.items()}
+
+
+def pretraining_table(results: dict, from_clean: dict, rates) -> dict:
+    """The marginal loss at each noisy rate of ``rates`` from a random start (``results``, ``{(row, rate): [Run]}``
+    of :data:`NOISE_RATES`) and from its clean pre-training (``from_clean``, ``{rate: [Run]}`` of
+    :data:`FROM_CLEAN`, an oracle: the clean labels decide its start), R@1 per seed."""
+    return {"marginal, random init": {f"p = {r:g}": [x.metrics["R@1"] for x in results[(MARGINAL, r)]]
+                                      for r in rates if r},
+            "marginal, clean pre-training (oracle)": {f"p = {r:g}": [x.metrics["R@1"] for x in runs]
+                                                      for r, runs in from_clean.items()}}

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import experiment, guarantees, plan, profiles, train
+from dml_tutorial import data, experiment, guarantees, plan, profiles, train
 from dml_tutorial import noise as label_noise
 
 
@@ -242,3 +242,32 @@ def test_the_recipes_and_checkpoints_tables_and_their_gaps():
     assert line == f"random - fixed at p = 0.4 minus at p = 0, points: 100 steps {expected[0]:+.1f}, " \
                    f"200 steps {expected[1]:+.1f}"
     assert expected == pytest.approx([0.0, 30.0])
+
+
+def test_the_skew_tables_of_section_4_read_each_miners_measurements():
+    digits = data.load_dataset("digits", split="classes", seen=range(6), seed=0)
+    cfg = profiles.settings("noise_guarantees", "smoke")
+    noisy = experiment.corrupt(digits.train, ("symmetric", 0.4), seed=0)
+    skews, most, bad, lines = guarantees.miner_skews(cfg, digits.train, noisy, None, seed=0)
+    keys = [(when, m) for when in ("untrained", "trained") for m in guarantees.MINERS]
+    assert list(skews) == list(most) == list(bad) == keys and len(lines) == len(keys)
+    assert skews[("untrained", "random")] == pytest.approx(1.0, abs=0.15)  # uniform sampling: no skew
+    table = guarantees.corrupted_positive_table(bad)
+    assert table["hard"] == {"untrained, active triplets": [bad[("untrained", "hard")]["active"]],
+                             "trained, active triplets": [bad[("trained", "hard")]["active"]],
+                             "all positive pairs": [bad[("trained", "hard")]["pairs"]]}
+    q = guarantees.q_table(most, (0.0, 0.2), k_seen=6)
+    eta = most[("trained", "semihard-fixed")]["max"]
+    assert q["fixed semi-hard, max eta"] == {"p = 0.2": [label_noise.triplet_multiplier(0.2, eta, 6)],
+                                             "tolerated p": [label_noise.triplet_noise_bound(eta, 6)]}
+    assert q["balanced weights (eta = 1, eq. 24)"]["tolerated p"] == [label_noise.triplet_noise_bound(1.0, 6)]
+
+
+def test_the_pretraining_table_puts_the_random_start_beside_the_clean_one():
+    def runs(*values):
+        return [SimpleNamespace(metrics={"R@1": v}) for v in values]
+
+    results = {(guarantees.MARGINAL, 0.0): runs(0.9), (guarantees.MARGINAL, 0.4): runs(0.5, 0.6)}
+    table = guarantees.pretraining_table(results, {0.4: runs(0.7, 0.8)}, (0.0, 0.4))
+    assert table == {"marginal, random init": {"p = 0.4": [0.5, 0.6]},
+                     "marginal, clean pre-training (oracle)": {"p = 0.4": [0.7, 0.8]}}
