@@ -26,7 +26,7 @@ import torch
 from . import experiment, losses, metrics, search, tables
 from . import noise as label_noise
 from .data import Splits
-from .discrepancy import DCDL_TERMS, classwise_discrepancy
+from .discrepancy import DCDL_TERMS, classwise_discrepancy, pairwise_distances
 from .objective import Objective
 from .spec import RunSpec
 
@@ -538,3 +538,62 @@ def paper_gains(term: str = "W") -> dict:
             gains.update({(dataset, row, col): round(v - base[col], 2) for col, v in cols.items()
                           if v is not None and base.get(col) is not None})
     return gains
+
+
+# --- section 2's checks on a real batch through an untrained network ------------------------------------------------
+def untrained_batch(images, members, mode: str = "eval", uniform: bool = False, seed: int = 0) -> torch.Tensor:
+    """The embeddings of ``images``' samples ``members`` by the smoke profile's untrained MLP (64-d, dropout 0.1,
+    everything seeded with ``seed``), in ``mode`` ``"eval"`` or ``"train"`` (dropout on), every weight drawn from
+    U[0, 1] where ``uniform`` (the paper's initialisation: "We randomly initialize (U[0,1]) all the layers")."""
+    from . import data, models, train
+
+    train.seed_everything(seed)
+    model = models.make_model("mlp", data.input_shape(images), 64, dropout=0.1)
+    if uniform:
+        with torch.no_grad():
+            for p in model.parameters():
+                p.uniform_(0.0, 1.0)
+    model.train(mode == "train")
+    return model(images.batch(members)).detach()
+
+
+#: The untrained batches section 2 reads: its name, its mode, whether U[0, 1].
+UNTRAINED = (("untrained MLP, eval mode", "eval", False), ("untrained MLP, train mode", "train", False),
+             ("U[0, 1] initialisation", "train", True))
+
+
+def untrained_mmd(images, members, seed: int = 0) -> list[str]:
+    """For each batch of :data:`UNTRAINED` (:func:`untrained_batch`): its median pairwise distance and the norm of
+    the gradient of the paper's L^L (Laplacian MMD at sigma 0.05, weight :data:`LAMBDA`), a line each: where the
+    embeddings are spread the term has no gradient."""
+    labels = torch.as_tensor(images.labels[members])
+    off_diagonal = ~torch.eye(len(labels), dtype=torch.bool)
+    lines = []
+    for name, mode, uniform in UNTRAINED:
+        zb = untrained_batch(images, members, mode, uniform, seed)
+        d = pairwise_distances(zb)
+        zb = zb.clone().requires_grad_()
+        term = classwise_discrepancy(zb, labels, "mmd", kernel="laplacian", sigma=0.05)
+        (grad,) = torch.autograd.grad(LAMBDA["L"] * term, zb)
+        lines.append(f"{name:27s}: median pairwise distance {d[off_diagonal].median().item():.2f}, "
+                     f"|gradient of 0.2 L^L| = {grad.norm().item():.1e}")
+    return lines
+
+
+def untrained_solvers(images, members, seed: int = 0) -> list[str]:
+    """For the training-mode batches of :data:`UNTRAINED`: L^W converged (:data:`TERMS` ``"W"``) against GeomLoss's
+    defaults (``"W-GeomLoss"``), their relative gap and the cosine between their gradients, a line each."""
+    labels = torch.as_tensor(images.labels[members])
+    lines = []
+    for name, mode, uniform in UNTRAINED[1:]:
+        zb = untrained_batch(images, members, mode, uniform, seed)
+        values = {}
+        for term in ("W", "W-GeomLoss"):
+            zt = zb.clone().requires_grad_()
+            value = classwise_discrepancy(zt, labels, **TERMS[term])
+            values[term] = (value.item(), torch.autograd.grad(value, zt)[0].flatten())
+        (w, grad_w), (g, grad_g) = values["W"], values["W-GeomLoss"]
+        cosine = torch.nn.functional.cosine_similarity(grad_w, grad_g, dim=0).item()
+        lines.append(f"{name:26s}: L^W = {w:.3g} (converged), {g:.3g} (GeomLoss defaults): "
+                     f"{abs(g - w) / abs(w):.0%} apart; gradient cosine {cosine:.3f}")
+    return lines

@@ -9,7 +9,7 @@ import pytest
 import torch
 from helpers import load_benchmark
 
-from dml_tutorial import dcdl, experiment, losses, noise, profiles, tables, train
+from dml_tutorial import data, dcdl, experiment, losses, noise, profiles, tables, train
 from dml_tutorial.discrepancy import classwise_discrepancy
 
 
@@ -439,3 +439,17 @@ def test_the_during_training_table_and_the_step_cost_line(tmp_path):
     assert dcdl.step_cost_line(path) == ("VGG-9 step, batch 100, cpu (2 threads, 2026-12-05): L_Trip 100 ms, "
                                          "L_Trip + 0.5 L^W 401 ms, ratio 3.99x (paper, its GPU: 0.61 / 0.53 s per "
                                          "epoch = 1.15x)")
+
+
+def test_the_untrained_batches_lines_read_the_mmd_gradient_and_the_two_solvers():
+    images = data.load_dataset("digits", split="samples", seed=0).train
+    members = np.concatenate([np.flatnonzero(images.labels == c)[:4] for c in range(3)])
+    a = dcdl.untrained_batch(images, members, "train", seed=1)
+    assert torch.equal(a, dcdl.untrained_batch(images, members, "train", seed=1))  # seeded
+    assert not torch.equal(a, dcdl.untrained_batch(images, members, "eval", seed=1))  # dropout on in training
+    uniform = dcdl.untrained_batch(images, members, "eval", uniform=True, seed=1)
+    assert (uniform > 0).all()  # U[0, 1] weights on non-negative pixels: every unit positive
+    mmd = dcdl.untrained_mmd(images, members, seed=1)
+    assert [line.split(":")[0].strip() for line in mmd] == [name for name, _, _ in dcdl.UNTRAINED]
+    solvers = dcdl.untrained_solvers(images, members, seed=1)
+    assert len(solvers) == 2 and all("gradient cosine" in line for line in solvers)
