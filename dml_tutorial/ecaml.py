@@ -522,3 +522,32 @@ def dims_lines(by_dim: dict, base_loss: str, dims) -> list[str]:
         lines.append(f"d = {d:3d}: {with_ec} - {baseline} R@1 {100 * diff['mean']:+5.1f} ± {100 * diff['std']:.1f} "
                      f"points (p = {diff['p']:.2f})")
     return lines
+
+
+def gradient_ratios(cfg, train_split, device, seed: int = 0) -> list[str]:
+    """At the start of training, how hard EC pulls against each loss of ``cfg.locals``: on one P x K batch of
+    ``train_split`` (drawn with ``seed``) through the untrained network (seeded with ``seed``), the norm of the
+    gradient of lambda EC (the paper's weight, :func:`paper_lambda`) on the embedding layer's weight over that of
+    the loss, a line each."""
+    import numpy as np
+    import torch
+
+    from . import data, models, regularizers, sampling, train
+
+    idx = next(iter(sampling.PKSampler(train_split.labels, cfg["p"], cfg["k"], seed=seed)))
+    x = (train_split.batch(idx) if hasattr(train_split, "batch")
+         else torch.stack([train_split[i][0] for i in idx]))
+    y = torch.as_tensor(np.asarray(train_split.labels)[idx], device=device)
+    lines = []
+    for local in cfg["locals"]:
+        train.seed_everything(seed)
+        model = models.from_settings(cfg, data.input_shape(train_split)).to(device)
+        z = model(x.to(device))
+        weight = model.embedding.weight
+        (g_metric,) = torch.autograd.grad(LOCAL_LOSSES[local](z, y), weight, retain_graph=True)
+        ec = regularizers.energy_confusion(regularizers.embedding_layer_only(model), y, log=True, reduction="mean")
+        lam = paper_lambda(local, cfg["dataset"])
+        (g_ec,) = torch.autograd.grad(lam * ec, weight)
+        lines.append(f"{NAMES[local]:8s} lambda = {lam:g}: |grad lambda EC| / |grad L_m| = "
+                     f"{(g_ec.norm() / g_metric.norm()).item():.2g}")
+    return lines

@@ -271,3 +271,35 @@ def preferred_embeddings(draws: int = 200, flip: float = 0.1) -> list[str]:
             lines.append(f"{name:11s} positives={positives:5s} collapsed {c:.4f}  separated {s:.4f}  -> lower: "
                          f"{'collapsed' if c < s else 'separated'}")
     return lines
+
+
+# --- The loss zoo: every loss on a random batch and on one whose classes are pulled together --------------------------
+def zoo_batches(seed: int = 0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """``(labels, random_batch, clustered_batch)``: 8 classes x 4 random unit vectors in 64-d, and the same batch
+    with each vector pulled two thirds of the way to its class mean (renormalised)."""
+    g = torch.Generator().manual_seed(seed)
+    labels = torch.arange(8).repeat_interleave(4)
+    random_batch = torch.nn.functional.normalize(torch.randn(32, 64, generator=g), dim=1)
+    means = torch.stack([random_batch[labels == k].mean(0) for k in range(8)])[labels]
+    return labels, random_batch, torch.nn.functional.normalize(random_batch / 3 + 2 * means / 3, dim=1)
+
+
+def zoo_values(labels, random_batch, clustered_batch, seed: int = 0):
+    """Every loss of the zoo (:mod:`dml_tutorial.losses`, at its defaults but where named) on the two batches of
+    :func:`zoo_batches`: a table, a row per loss (each should fall once the classes are pulled together)."""
+    import pandas as pd
+
+    from . import losses
+
+    zoo = {"triplet (semihard-random)": lambda z, y: losses.triplet_loss(
+               z, y, generator=torch.Generator().manual_seed(seed)),
+           "triplet (all triplets)": lambda z, y: losses.triplet_loss(z, y, negatives="all"),
+           "triplet, squared, tau = 0.5 (DCDL)": lambda z, y: losses.triplet_loss(z, y, margin=0.5, squared=True,
+                                                                                  negatives="all"),
+           "contrastive / marginal": losses.contrastive_loss, "N-pairs": losses.npairs_loss,
+           "angular (30 deg)": losses.angular_loss, "angular + N-pairs": losses.angular_npairs_loss,
+           "margin (all triplets)": lambda z, y: losses.margin_loss(z, y, negatives="all"),
+           "multi-similarity": losses.multi_similarity_loss, "binomial deviance": losses.binomial_deviance_loss}
+    return pd.DataFrame({name: {"random batch": fn(random_batch, labels).item(),
+                                "classes pulled together": fn(clustered_batch, labels).item()}
+                         for name, fn in zoo.items()}).T.round(4)

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from dml_tutorial import ecaml, experiment, losses, models, pretrain, profiles, regularizers
+from dml_tutorial import data, ecaml, experiment, losses, models, pretrain, profiles, regularizers
 
 
 def _setup(seed=0):
@@ -296,3 +296,12 @@ def test_table_2s_sizes_paper_and_gain_lines():
     diff = experiment.paired_difference(by_dim[(base, 64)], by_dim[(with_ec, 64)], "R@1")
     assert lines[1] == f"d =  64: {with_ec} - {base} R@1 {100 * diff['mean']:+5.1f} ± {100 * diff['std']:.1f} " \
                        f"points (p = {diff['p']:.2f})"
+
+
+def test_ecs_pull_against_each_loss_at_the_start_is_a_ratio_per_loss():
+    cfg = profiles.settings("ecaml", "smoke")
+    digits = data.load_dataset("digits", split="classes", seen=range(6), seed=0)
+    lines = ecaml.gradient_ratios(cfg, digits.train, "cpu", seed=0)
+    assert [line.split()[0] for line in lines] == [ecaml.NAMES[local].split()[0] for local in cfg.locals]
+    assert all(float(line.rsplit("= ", 1)[1]) > 0 for line in lines)
+    assert lines == ecaml.gradient_ratios(cfg, digits.train, "cpu", seed=0)  # seeded

@@ -94,3 +94,9 @@ def test_each_loss_prefers_the_embedding_the_theorems_say():
     assert lines[("triplet", "easy")].endswith("lower: separated")  # Claim 1
     assert lines[("margin,", "sum", "all")].endswith("lower: collapsed")  # Theorem 2, on the plain sum
     assert lines[("margin", "easy")].endswith("lower: separated")  # Claim 2
+
+
+def test_every_loss_of_the_zoo_falls_when_the_classes_are_pulled_together():
+    table = toys.zoo_values(*toys.zoo_batches(seed=0), seed=0)
+    assert len(table) == 10 and list(table.columns) == ["random batch", "classes pulled together"]
+    assert (table["classes pulled together"] < table["random batch"]).all()
