@@ -255,3 +255,16 @@ def spectral_decay(embeddings, skip: int = 1) -> float:
         raise ValueError(f"need at least 2 singular values after skipping {skip}, from shape {tuple(z.shape)}")
     s = np.maximum(s / s.sum(), 1e-300)
     return float(np.mean(np.log((1 / len(s)) / s)))
+
+
+def retrieval_rows(rows: dict, labels, ks=(1, 2, 4, 8), seed: int = 0) -> dict:
+    """A retrieval table ``{row: {measure: [one per embedding]}}``: :func:`evaluate` (Recall@K for ``ks``, NMI
+    with ``seed``'s k-means) of each embedding of each row (``rows``: ``{row: [embeddings, ...]}``, e.g. one per
+    seed), all of the same samples, labelled ``labels``."""
+    table = {}
+    for row, embeddings in rows.items():
+        table[row] = {}
+        for z in embeddings:
+            for k, v in evaluate(z, labels, ks=ks, seed=seed).items():
+                table[row].setdefault(k, []).append(v)
+    return table
