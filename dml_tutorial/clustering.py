@@ -686,3 +686,42 @@ REPORTED_SECONDS = {"CUB": {"SME": 696, "only L_rim": 620, "CBS": 660, "CBSwR": 
 #: Table 4: CBSwR on CUB against the number of clusters K, quoted.
 REPORTED_K = {16: dict(zip(_R, (46.7, 59.0, 70.0, 79.7))), 32: dict(zip(_R, (47.5, 59.6, 70.6, 80.5))),
               48: dict(zip(_R, (47.1, 58.9, 70.6, 80.1))), 64: dict(zip(_R, (47.4, 58.9, 69.6, 80.2)))}
+
+
+# --- the chapter's sentences, from its runs -------------------------------------------------------------------------
+#: The ablation's steps, each ``(from, to)``: what adding the centres, the reconstruction and the instance term does.
+STEPS = (("SME", "CBS"), ("CBS", "CBSwR"), ("only L_rim", "CBS"), ("SME", "CBSwR"))
+
+
+def ablation_lines(ablation: dict, steps=STEPS) -> list[str]:
+    """Each step of the ablation (``ablation``: ``{method: [Run per seed]}``) paired by seed
+    (:func:`dml_tutorial.experiment.paired_difference`), R@1 and NMI: a line each, mean ± SD in points and the
+    paired t-test's p."""
+    lines = []
+    for a, b in steps:
+        for metric in ("R@1", "NMI"):
+            d = experiment.paired_difference(ablation[a], ablation[b], metric)
+            lines.append(f"{b:10s} - {a:10s} {metric:4s}: {100 * d['mean']:+5.1f} ± {100 * d['std']:.1f} points "
+                         f"(p = {d['p']:.2f})")
+    return lines
+
+
+def head_lines(ablation: dict, fidelity: dict) -> list[str]:
+    """Each row of the heads' table (``fidelity``: ``{row: [Run]}``) against the ablation's row it changes (SME
+    for SME's rows, else CBS), R@1 paired by seed, a line each."""
+    from . import evidence
+
+    lines = []
+    for name, runs in fidelity.items():
+        base = "SME" if name.startswith("SME") else "CBS"
+        d = experiment.paired_difference(ablation[base], runs, "R@1")
+        lines.append(f"{name:28s} - {base}: R@1 {evidence.describe(d)}")
+    return lines
+
+
+def time_lines(ablation: dict, paper_seconds: dict) -> list[str]:
+    """Table 3: each method's mean training seconds over SME's (``ablation``: ``{method: [Run per seed]}``), beside
+    the paper's ratio (``paper_seconds``: :data:`REPORTED_SECONDS` of its dataset), a line each."""
+    sme = np.mean([r.metrics["seconds"] for r in ablation["SME"]])
+    return [f"{m:10s}: {np.mean([r.metrics['seconds'] for r in runs]) / sme:4.2f}x SME here, "
+            f"{paper_seconds[m] / paper_seconds['SME']:4.2f}x in the paper" for m, runs in ablation.items()]

@@ -519,3 +519,20 @@ def test_the_ablation_and_k_tables_read_every_column_of_each_run():
     k = clustering.k_table({64: runs(0.7), 16: runs(0.6)})
     assert list(k) == ["K = 16", "K = 64"] and list(k["K = 64"]) == ["R@1", "R@2", "R@4", "R@8"]
     assert k["K = 64"]["R@8"] == pytest.approx([0.703, 0.713])
+
+
+def test_the_chapters_lines_pair_each_step_by_seed_and_read_the_papers_time_ratios():
+    from types import SimpleNamespace
+
+    def runs(values, seconds):
+        return [SimpleNamespace(metrics={"R@1": v, "NMI": v / 2, "seconds": s}) for v, s in zip(values, seconds)]
+
+    ablation = {"SME": runs([0.5, 0.6, 0.7], [1, 1, 1]), "only L_rim": runs([0.3, 0.4, 0.5], [2, 2, 2]),
+                "CBS": runs([0.6, 0.7, 0.8], [3, 3, 3]), "CBSwR": runs([0.6, 0.7, 0.9], [4, 4, 4])}
+    lines = clustering.ablation_lines(ablation)
+    assert len(lines) == 2 * len(clustering.STEPS) and lines[0].startswith("CBS        - SME        R@1 : +10.0 ± 0.0")
+    heads = clustering.head_lines(ablation, {"CBS, cosine head": runs([0.7, 0.8, 0.9], [1, 1, 1]),
+                                             "SME, self in denominator": runs([0.5, 0.6, 0.7], [1, 1, 1])})
+    assert heads[0].startswith("CBS, cosine head             - CBS: R@1") and "- SME: R@1" in heads[1]
+    times = clustering.time_lines(ablation, {"SME": 10, "only L_rim": 10, "CBS": 20, "CBSwR": 40})
+    assert times[2] == "CBS       : 3.00x SME here, 2.00x in the paper"
