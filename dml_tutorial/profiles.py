@@ -141,10 +141,7 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                                                       "with and without EPS (two claims, issue #86)",
                               "even_odd_replicates": "Table 1's arms trained three times a seed, R@1 averaged "
                                                      "(eps.replicated: the paired SD of 15 points hid the "
-                                                     "paper's +23.8)"},
-                      "ecaml": {**_FACES_AND_START, "lambda_scales": "EC's weight searched with each row's rate and "
-                                "length (ecaml.best_shots), not alone; the setting is gone",
-                                **{k: "each row's best shot (ecaml.best_shots)" for k in ECAML_SEARCH}}}
+                                                     "paper's +23.8)"}}
 _NOISES = (None, ("symmetric", 0.3), ("asymmetric", 0.2))
 _SUBCLUSTERS = (None, ("symmetric", 0.2), ("symmetric", 0.4))
 _CUB = {"dataset": "cub200", "compare_with": "CUB"}
