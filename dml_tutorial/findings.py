@@ -68,19 +68,16 @@ WHY = {
     ],
     "ecaml": [
         ("On test bed II (a pretrained ConvNet fine-tuned on about a hundred characters, the paper's regime) each "
-         "compared row had its own best shot: its rate, its length and EC's weight were chosen on held-out "
-         "characters, EC switched off (weight zero) always a candidate, and each seed drew its own split, unseen "
-         "faces and pretrained start."),
-        ("For the triplet loss the held-out characters switched EC off on most seeds, where the two rows are the "
-         "same run, and kept the paper's weight on the others, where the unseen characters lost recall: the "
-         "held-out choice did not carry over, hence a wide interval. At the paper's weight EC lowers the triplet "
-         "loss's unseen recall on every seed: *contradicted*."),
-        ("For N-pair and the binomial loss the held-out characters kept the paper's weight on most seeds. The gains "
-         "are small next to the spread between seeds, which now holds the split, the unseen faces and the start; "
-         "so are the released code's EC's: *inconclusive*."),
-        ("Each row trains for the length at which its held-out curve peaked, a few epochs. Before, every row "
-         "trained ten epochs, past the unseen curve's early peak, and the comparison read how fast each arm decayed. "
-         "The seen-class (Fig. 2) and embedding-size (Table 2) claims are inconclusive: their intervals are wide."),
+         "compared row's rate, length and EC weight were chosen on held-out characters, EC off always a "
+         "candidate; each seed drew its own split, faces and start."),
+        ("For the triplet loss the held-out characters switched EC off on most seeds (the two rows are then the "
+         "same run) and kept the paper's weight on the others, where the unseen characters lost recall: hence a "
+         "wide interval. At the paper's weight EC lowers the triplet loss's unseen recall on every seed: "
+         "*contradicted*."),
+        ("For N-pair and the binomial loss, and for the released code's EC, the gains are small next to the spread "
+         "between seeds: *inconclusive*."),
+        ("Each row trains for the few epochs at which its held-out curve peaked; before, every row trained past "
+         "the unseen curve's early peak, and the comparison read how fast each arm decayed."),
     ],
     "noise_guarantees": [
         ("Each verdict pairs the gap at a noise rate with the same seed's gap without noise: a lead on clean "

@@ -252,25 +252,24 @@ def noise_bounds(classes=(6, 20, 100), gammas=(0.5, 0.8)):
 
 
 # --- EPS: which embedding each loss prefers (Theorems 1-2, Claims 1-2) -----------------------------------------------
-def preferred_embeddings(draws: int = 200, flip: float = 0.1) -> list[str]:
+def preferred_embeddings(draws: int = 200, flip: float = 0.1):
     """The triplet and the margin loss (its mean over non-zero terms, and the plain sum Theorem 2 is about), with
     every positive and with easy positives, each averaged over ``draws`` noise draws of
     :func:`dml_tutorial.eps.collapsed_and_separated` (every negative), on the collapsed and the separated
-    embedding of the same batch: a line each, naming the one with the lower loss."""
+    embedding of the same batch: a line each, naming the one with the lower loss, yielded as soon as it is
+    computed (a chapter prints each while the next one computes)."""
     from . import eps, losses
 
     def mean_loss(loss, embedding, positives):
         return np.mean([loss(batch[embedding], batch["labels"], negatives="all", positives=positives).item()
                         for batch in (eps.collapsed_and_separated(flip=flip, seed=s) for s in range(draws))])
 
-    lines = []
     for name, loss in (("triplet", losses.triplet_loss), ("margin", losses.margin_loss),
                        ("margin, sum", partial(losses.margin_loss, reduction="sum"))):
         for positives in ("all", "easy"):
             c, s = mean_loss(loss, "collapsed", positives), mean_loss(loss, "separated", positives)
-            lines.append(f"{name:11s} positives={positives:5s} collapsed {c:.4f}  separated {s:.4f}  -> lower: "
-                         f"{'collapsed' if c < s else 'separated'}")
-    return lines
+            yield (f"{name:11s} positives={positives:5s} collapsed {c:.4f}  separated {s:.4f}  -> lower: "
+                   f"{'collapsed' if c < s else 'separated'}")
 
 
 # --- The loss zoo: every loss on a random batch and on one whose classes are pulled together --------------------------

@@ -61,7 +61,7 @@ def test_a_cells_printed_lines_render_as_one_box(html):
     """A cell that prints line by line while it computes stores one stream output per flush (EPS's section 1 has
     six); the page shows them as one box (``nb_merge_streams``), not a stack of boxes each with its own margins."""
     nb = json.loads((ROOT / "notebooks" / "05_eps.ipynb").read_text())
-    cell = next(c for c in nb["cells"] if "def mean_loss(" in "".join(c["source"]))
+    cell = next(c for c in nb["cells"] if "toys.preferred_embeddings(" in "".join(c["source"]))
     assert len([o for o in cell["outputs"] if o["output_type"] == "stream"]) > 1  # what makes the case
     text = (html / "notebooks" / "05_eps.html").read_text()
     first = text.index("positives=all")
