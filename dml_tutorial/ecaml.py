@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 from functools import partial
 
-from . import experiment, ladder, losses, pretrain, search, tables
+from . import experiment, losses, pretrain, search, tables
 from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
@@ -199,8 +199,7 @@ def paper_gains(metric: str = "R@1") -> dict:
 
 
 # --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
-#: The table of the start's rate search (test bed I), then the grid's tables, in the order the chapter runs them.
-START_RATE = "the pretrained start's learning rate"
+#: The grid's tables, in the order the chapter runs them.
 MAIN, STARTED_ROWS, LAMBDA_TABLE, DROPOUT_TABLE, DIM_TABLE = ("Tables 4/5", "pretrained start", "Table 1", "Table 3",
                                                               "Table 2")
 #: Tables 2 and 3 train the binomial loss, as the paper's.
@@ -279,6 +278,9 @@ def best_shots(cfg, seed: int, run) -> dict:
         if rule is not None:
             vary = partial(_vary, local=local, variant=variant) if variant else None
             chosen[row] = search.best_shot(_arm_spec(cfg, row, seed), rule, run, vary).as_data()
+    if (rule := start_rule(cfg)) is not None:  # the rows from the pretrained start, each its own rate
+        for row, method in started_rows(cfg).items():
+            chosen[row] = search.best_shot(_started(cfg, BEST_SHOT, row, method, seed), rule, run).as_data()
     return {"best shot": chosen} if chosen else {}
 
 
@@ -289,13 +291,17 @@ def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
         if (rule := search_rule(cfg, local, variant)) is not None:
             vary = partial(_vary, local=local, variant=variant) if variant else None
             out += search.starting_trials(_arm_spec(cfg, row, seed), rule, vary)
+    if (rule := start_rule(cfg)) is not None:
+        out += [trial for row, method in started_rows(cfg).items()
+                for trial in search.starting_trials(_started(cfg, BEST_SHOT, row, method, seed), rule)]
     return out
 
 
 def unplanned(cfg, choices: dict) -> int:
     """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
     found = arms(cfg)
-    return search.walked(choices, lambda row: search_rule(cfg, *found[row][:2]))
+    return search.walked(choices, lambda row: search_rule(cfg, *found[row][:2]) if row in found
+                         else start_rule(cfg))
 
 
 def _started(cfg, table: str, row: str, method, seed: int, lr: float | None = None, epochs: int | None = None,
@@ -310,23 +316,35 @@ def _started(cfg, table: str, row: str, method, seed: int, lr: float | None = No
                    options={"start": {"epochs": start["epochs"], "lr": cfg.lr}})
 
 
-def start_rate_search(run, cfg, seed: int) -> tuple[float, dict]:
-    """The fine-tuning rate from the pretrained start, one for every loss (:func:`dml_tutorial.ladder.shared_rate`
-    over ``cfg.pretrained_start["lr_candidates"]``), each loss without EC trained from the start on the
-    ``"start validation"`` split (its ``held_out`` seen classes) at each rate by ``run`` (:func:`run_spec`), on
-    ``seed``. Returns the rate and the table that chose it, ``{rate: {row: [R@1]}}``."""
-    def fit(local, rate):
-        return run(_started(cfg, START_RATE, label(local, 0.0), _loss(cfg, local, 0.0), seed, lr=rate,
-                            split="start validation"))
+def started_rows(cfg) -> dict:
+    """``{row: loss}``: the rows fine-tuned from the softmax-pretrained start, each loss with the released fc
+    penalty, without and with the released EC at the paper's weight; none without a start."""
+    if not cfg.pretrained_start:
+        return {}
+    rows = {}
+    for local in cfg.locals:
+        rows[label(local, 0.0) + ", fc unit norm, pretrained"] = _loss(cfg, local, 0.0, fc_unit_norm=0.5)
+        rows[label(local) + ", released EC, pretrained"] = _loss(cfg, local, paper_lambda(local, cfg.dataset),
+                                                                 "released")
+    return rows
 
-    fits = {label(local, 0.0): partial(fit, local) for local in cfg.locals}
-    return ladder.shared_rate(fits, cfg.pretrained_start["lr_candidates"])
+
+def start_rule(cfg) -> search.Search | None:
+    """The one search (:mod:`dml_tutorial.search`) of each row from the pretrained start (test bed I): its
+    fine-tuning rate among ``cfg.pretrained_start["lr_candidates"]``, at the profile's length, on the
+    ``"start validation"`` split's R@1 (its ``held_out`` seen classes, from that split's own start); ``None``
+    where the profile lists no rates (the start's own rate)."""
+    rates = (cfg.pretrained_start or {}).get("lr_candidates")
+    if not rates:
+        return None
+    return search.Search("R@1", search.Axis("lr", tuple(rates), tuple(rates)), (cfg.epochs,), None, cfg.epochs,
+                         split="start validation")
 
 
 def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter after its searches, under the run's ``choices`` (:func:`best_shots`' rates,
-    lengths and weights, :func:`start_rate_search`'s ``"start lr"``), each on every seed, in the order the chapter
-    runs them:
+    lengths and weights, the pretrained start's rows' rates), each on every seed, in the order the chapter runs
+    them:
 
     - Tables 4/5: each of ``cfg.locals`` without and with EC (at :func:`weight`), with its per-epoch curves; with
       the released variant among ``cfg.ec_variants``, also the released EC and its baseline, the released fc
@@ -366,7 +384,7 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
                    _loss(cfg, base, lam if lam == 0 else paper_lambda(base, cfg.dataset)),
                    search.tuned(cfg, choices, label(base, lam)).replace(dim=d), {})
                   for d in cfg.dims if d != cfg.dim for lam in (0.0, None)]
-    return _each_seed(main, seeds) + _started_grid(cfg, seeds, choices.get("start lr")) + _each_seed(ablations, seeds)
+    return _each_seed(main, seeds) + _started_grid(cfg, seeds, choices) + _each_seed(ablations, seeds)
 
 
 def _each_seed(rows, seeds) -> list[RunSpec]:
@@ -375,18 +393,15 @@ def _each_seed(rows, seeds) -> list[RunSpec]:
             for table, row, column, method, settings, options in rows for s in seeds]
 
 
-def _started_grid(cfg, seeds, lr: float | None) -> list[RunSpec]:
-    """The rows from the pretrained start, none without one: the start not fine-tuned (0 epochs), then each loss
-    with the released fc penalty, without and with the released EC at the paper's weight, fine-tuned at ``lr``."""
+def _started_grid(cfg, seeds, choices: dict) -> list[RunSpec]:
+    """The rows from the pretrained start, none without one: the start not fine-tuned (0 epochs), then each of
+    :func:`started_rows`, fine-tuned at the rate its search chose (:func:`start_rule`; the start's own without)."""
     if not cfg.pretrained_start:
         return []
-    rows = [("softmax-pretrained start, not fine-tuned", _loss(cfg, cfg.locals[0], 0.0), 0)]
-    for local in cfg.locals:
-        rows += [(label(local, 0.0) + ", fc unit norm, pretrained", _loss(cfg, local, 0.0, fc_unit_norm=0.5), None),
-                 (label(local) + ", released EC, pretrained",
-                  _loss(cfg, local, paper_lambda(local, cfg.dataset), "released"), None)]
+    rows = [("softmax-pretrained start, not fine-tuned", _loss(cfg, cfg.locals[0], 0.0), 0, None)]
+    rows += [(row, method, None, search.chosen(choices, row).get("lr")) for row, method in started_rows(cfg).items()]
     return [_started(cfg, STARTED_ROWS, row, method, s, lr=lr, epochs=epochs)
-            for row, method, epochs in rows for s in seeds]
+            for row, method, epochs, lr in rows for s in seeds]
 
 
 def run_spec(splits: dict, device="auto"):

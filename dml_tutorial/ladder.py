@@ -1,7 +1,7 @@
 """Searches along a ladder of values (issue #48: a best at the edge of what was tried is not a best shot): the
 next values of a ladder beyond a best, and a one-axis walk that goes on until its best is flanked. The one
 best-shot search of every chapter (:mod:`dml_tutorial.search`) steps with :func:`beyond`; one learning rate shared
-by several methods (:func:`shared_rate`: ECAML's pretrained start on test bed I) walks with :func:`walk`.
+by several methods (:func:`shared_rate`, which no chapter uses since the one search) walks with :func:`walk`.
 
     ladder.walk(lambda x: -(x - 3e-3) ** 2, [1e-4, 1e-3], [1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
     # {1e-4: ..., 1e-3: ..., 3e-3: ..., 1e-2: ...}: 3e-3 is flanked by 1e-3 and 1e-2

@@ -125,11 +125,8 @@ def _dcdl(cfg, n_train):  # each row's search's first trials (on a held-out face
 
 def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan.add), pre-trainings, the grid
     batch, shape, start = cfg.p * cfg.k, _shape(cfg), cfg.pretrained_start
-    steps = _steps(cfg, n_train, batch)
     searches = []
-    rates = (start or {}).get("lr_candidates") or ()
-    if rates:  # the start's rate on its validation split: each loss at each rate, from that split's own start
-        searches.append(Trainings(ecaml.START_RATE, len(cfg.locals) * len(rates), steps, batch, cfg.model, shape))
+    rates = (start or {}).get("lr_candidates") or ()  # the start's rows' searches: their own validation start
     if start:  # a softmax pre-training for each seed's start (and the rate search's)
         searches.append(Trainings("softmax pre-training", cfg.n_seeds + bool(rates),
                                   _steps(cfg, n_train, batch, epochs=start["epochs"]), batch, cfg.model, shape))

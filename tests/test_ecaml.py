@@ -174,14 +174,16 @@ def test_the_chapters_grid_declares_each_run_once_in_the_order_it_runs():
 
 def test_the_grid_trains_what_the_searches_chose_and_the_start_as_declared():
     cfg = profiles.settings("ecaml", "glyphs")
+    started = {row: {"values": {"lr": 3e-3}} for row in ecaml.started_rows(cfg)}  # the start's rows' searches
     choices = {"best shot": {"ECAML(N-Pair)": {"values": {"lambda": 0.03}},
-                             "ECAML(N-Pair), released EC": {"values": {"lambda": 0.5}}}, "start lr": 3e-3}
+                             "ECAML(N-Pair), released EC": {"values": {"lambda": 0.5}}, **started}}
     specs = {s.key[1:]: s for s in ecaml.grid(cfg, [0], choices)}
     assert _weight(specs[("ECAML(N-Pair)", "")]) == 0.03 and _weight(specs[("ECAML(N-Pair), released EC", "")]) == 0.5
     assert _weight(specs[("ECAML(Binomial)", "")]) == ecaml.LAMBDA["binomial"]  # not searched: the paper's
     started = [s for s in specs.values() if s.table == ecaml.STARTED_ROWS]
     start = cfg.pretrained_start
-    assert {(s.settings.lr, s.settings.head_lr_mult) for s in started} == {(3e-3, start["head_lr_mult"])}
+    assert {(s.settings.lr, s.settings.head_lr_mult) for s in started[1:]} == {(3e-3, start["head_lr_mult"])}
+    assert started[0].settings.lr == start["lr"]  # the start itself, not fine-tuned: the start's own rate
     assert {s.options["start"]["lr"] for s in started} == {cfg.lr}  # the pre-training keeps the profile's rate
     assert [s.settings.epochs for s in started] == [0] + [cfg.epochs] * 2 * len(cfg.locals)  # the start itself first
     released = specs[("ECAML(N-Pair), released EC, pretrained", "")]
@@ -230,9 +232,10 @@ def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_n
     monkeypatch.setattr(pretrain, "softmax_pretrained", lambda data, cfg, *, epochs, seed, device: made.append(
         (data, cfg.lr, epochs, seed)) or {"seed": seed})
     monkeypatch.setattr(experiment, "train_and_retrieve", lambda data, loss_fn, cfg, **kw: trained.append(
-        (data, cfg.lr, cfg.epochs, kw["seed"], kw["init"], kw["curves"])) or SimpleNamespace(metrics={"R@1": 0.5}))
+        (data, cfg.lr, cfg.epochs, kw["seed"], kw["init"], kw["curves"])) or SimpleNamespace(
+        metrics={"R@1": 0.5}, history=SimpleNamespace(records=[{"epoch": cfg.epochs, "R@1": 0.5}])))
     cfg = profiles.settings("ecaml", "smoke")
-    main, val = SimpleNamespace(train="main train"), SimpleNamespace(train="val train")
+    main, val = SimpleNamespace(train="main train"), SimpleNamespace(train="val train", test="val test")
     run = ecaml.run_spec({"main": main, "start validation": val}, "cpu")
     started = [s for s in ecaml.grid(cfg, [0, 1]) if s.table == ecaml.STARTED_ROWS]
     assert all(run(s).metrics == {"R@1": 0.5} for s in started)
@@ -240,9 +243,10 @@ def test_the_runner_makes_each_seeds_start_once_and_trains_on_the_split_a_spec_n
     assert made == [("main train", cfg.lr, start["epochs"], 0), ("main train", cfg.lr, start["epochs"], 1)]
     assert {(t[0] is main, t[3], t[4]["seed"]) for t in trained} == {(True, 0, 0), (True, 1, 1)}  # its seed's start
     assert trained[0][1:4] == (start["lr"], 0, 0)  # the start itself: 0 epochs at the start's fine-tuning rate
-    ecaml.start_rate_search(run, cfg.replace(pretrained_start={**start, "lr_candidates": (1e-3, 1e-4)}), 5)
-    assert made[2:] == [("val train", cfg.lr, start["epochs"], 5)]  # one more start: the validation split's
-    assert [t[1] for t in trained[len(started):]] == [1e-3] * len(cfg.locals) + [1e-4] * len(cfg.locals)
+    searched = cfg.replace(pretrained_start={**start, "lr_candidates": (1e-3, 1e-4)})
+    choices = ecaml.best_shots(searched, 5, run)["best shot"]  # each row from the start: its own rate
+    assert set(choices) == set(ecaml.started_rows(cfg)) and made[2:] == [("val train", cfg.lr, start["epochs"], 5)]
+    assert [t[1] for t in trained[len(started):]] == [1e-3, 1e-4] * len(choices)  # one more start: the split's
     main_run = next(s for s in ecaml.grid(cfg, [0]) if s.table == ecaml.MAIN)
     run(main_run)
     assert trained[-1][4:] == (None, True)  # no start, its curves
@@ -305,3 +309,21 @@ def test_ecs_pull_against_each_loss_at_the_start_is_a_ratio_per_loss():
     assert [line.split()[0] for line in lines] == [ecaml.NAMES[local].split()[0] for local in cfg.locals]
     assert all(float(line.rsplit("= ", 1)[1]) > 0 for line in lines)
     assert lines == ecaml.gradient_ratios(cfg, digits.train, "cpu", seed=0)  # seeded
+
+
+def test_the_rows_from_the_pretrained_start_are_searched_by_the_one_search_on_their_own_split():
+    """Issue #86: no chapter keeps a search of its own. Test bed I's rows from the pretrained start each get their
+    fine-tuning rate from dml_tutorial.search on the start's validation split (it had one shared rate, chosen by
+    ladder.shared_rate); without rates in the profile nothing is searched and the start's own rate trains them."""
+    cfg = profiles.settings("ecaml", "glyphs")
+    rule = ecaml.start_rule(cfg)
+    rates = tuple(sorted(cfg.pretrained_start["lr_candidates"]))
+    assert (rule.split, rule.metric, rule.knob, rule.lengths) == ("start validation", "R@1", None, (cfg.epochs,))
+    assert rule.rate.ladder == rates and set(rule.rate.start) == set(rates)  # both rates tried, no walk beyond
+    rows = ecaml.started_rows(cfg)
+    assert len(rows) == 2 * len(cfg.locals)
+    trials = [t for t in ecaml.best_shot_trials(cfg, 0) if t.row in rows]
+    assert len(trials) == len(rows) * len(rates) and {t.split for t in trials} == {"start validation"}
+    assert all("start" in t.options and t.options["curve"] == "R@1" for t in trials)
+    assert ecaml.start_rule(profiles.settings("ecaml", "smoke")) is None
+    assert ecaml.started_rows(profiles.settings("ecaml", "glyphs2")) == {}  # test bed II starts every row
