@@ -32,7 +32,7 @@ from functools import partial
 import numpy as np
 import pandas as pd
 
-from . import claims, clustering, dcdl, ecaml, evidence, experiment, ladder, metrics, search, tables, train
+from . import claims, clustering, dcdl, ecaml, evidence, experiment, metrics, search, tables, train
 from . import noise as label_noise
 from .data import Splits
 from .labels import label_tex
@@ -435,8 +435,6 @@ def _setting(row: str) -> tuple[str, float, float | None]:
     return name, float(value), float(lr) if lr else None
 
 
-#: One learning rate for several methods: moved to :mod:`dml_tutorial.ladder`, the searches' module.
-shared_rate = ladder.shared_rate
 
 
 def robustness(noisy, topline, metric: str = "R@1") -> dict:

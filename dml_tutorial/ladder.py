@@ -1,7 +1,7 @@
 """Searches along a ladder of values (issue #48: a best at the edge of what was tried is not a best shot): the
 next values of a ladder beyond a best, and a one-axis walk that goes on until its best is flanked. The one
-best-shot search of every chapter (:mod:`dml_tutorial.search`) steps with :func:`beyond`; one learning rate shared
-by several methods (:func:`shared_rate`, which no chapter uses since the one search) walks with :func:`walk`.
+best-shot search of every chapter (:mod:`dml_tutorial.search`) steps with :func:`beyond`; :func:`walk` is the
+one-axis walk the benchmarks of the old searches replay (``benchmarks/bench_dcdl_edges.py``).
 
     ladder.walk(lambda x: -(x - 3e-3) ** 2, [1e-4, 1e-3], [1e-4, 3e-4, 1e-3, 3e-3, 1e-2])
     # {1e-4: ..., 1e-3: ..., 3e-3: ..., 1e-2: ...}: 3e-3 is flanked by 1e-3 and 1e-2
@@ -60,28 +60,3 @@ def unplanned(tried, start, ladder=None) -> int:
     """How many of the values a :func:`walk` ``tried`` lie beyond what a plan counted (:func:`planned`): the
     trainings a chapter adds to its plan once the walk has run."""
     return len(tried) - planned(start, ladder)
-
-
-def shared_rate(fits: dict, rates, metric: str = "R@1", rate_ladder=None) -> tuple[float, dict]:
-    """One learning rate for several methods, chosen on a validation split
-    (:func:`dml_tutorial.bench.validation_split`), so that the methods are compared at one rate (the noise chapter's
-    arms, ECAML's losses from the pretrained start).
-
-    ``fits`` maps each method's name to ``fit(rate) -> Run`` (one seed); every method trains at every rate tried,
-    rate by rate, the methods at a rate in the order given. The score of a rate is the mean ``metric`` over the
-    methods (the mean of the methods, not the best single run); with a ``rate_ladder`` the search walks on from
-    ``rates`` until the best is flanked (:func:`walk`). Returns the rate with the highest score (ties: the first
-    rate tried) and the table that chose it, ``{rate: {name: [value]}}`` by rate, as
-    :func:`dml_tutorial.report.record` takes it."""
-    rates = list(rates)
-    if not rates or not fits:
-        raise ValueError(f"need at least one rate and one method, got {len(rates)} and {len(fits)}")
-    values = {}
-
-    def score(rate):
-        values.update({(name, rate): fit(rate).metrics[metric] for name, fit in fits.items()})
-        return float(np.mean([values[(name, rate)] for name in fits]))
-
-    mean = walk(score, rates, rate_ladder)
-    table = {rate: {name: [values[(name, rate)]] for name in fits} for rate in sorted(mean)}
-    return max(mean, key=mean.get), table

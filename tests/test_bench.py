@@ -212,50 +212,6 @@ def test_the_recorded_search_of_a_run_before_the_one_search_gives_back_its_choic
                                             "Triplet + L^W": (0.01, 0.001), "SME": (0.05, None)}
 
 
-def test_shared_rate_takes_the_best_mean_over_the_methods_and_the_first_rate_on_a_tie():
-    # A's best single run is at 1e-3 (0.9), but the mean over A and B is best at 1e-4: (0.8 + 0.6) / 2 = 0.7
-    # against (0.9 + 0.1) / 2 = 0.5; 3e-4 ties 1e-4 and comes later, so 1e-4 stays
-    r_at_1 = {("A", 1e-4): 0.8, ("A", 1e-3): 0.9, ("A", 3e-4): 0.6,
-              ("B", 1e-4): 0.6, ("B", 1e-3): 0.1, ("B", 3e-4): 0.8}
-    calls = []
-
-    def fit(name):
-        def at(rate):
-            calls.append((name, rate))
-            return _runs([r_at_1[(name, rate)]], "R@1")[0]
-        return at
-
-    rate, table = bench.shared_rate({"A": fit("A"), "B": fit("B")}, [1e-4, 1e-3, 3e-4])
-    assert rate == 1e-4
-    assert table == {1e-4: {"A": [0.8], "B": [0.6]}, 1e-3: {"A": [0.9], "B": [0.1]}, 3e-4: {"A": [0.6], "B": [0.8]}}
-    assert calls == [("A", 1e-4), ("B", 1e-4), ("A", 1e-3), ("B", 1e-3), ("A", 3e-4), ("B", 3e-4)]
-    for fits, rates in (({}, [1e-3]), ({"A": fit("A")}, [])):
-        with pytest.raises(ValueError, match="at least one rate and one method"):
-            bench.shared_rate(fits, rates)
-
-
-def test_shared_rate_walks_its_ladder_until_the_best_mean_is_flanked():
-    # the mean over A and B peaks at 1e-2 (A: 0.9 there, B: 0.7), beyond the two rates it starts from; by hand:
-    # 3e-4 and 1e-3 (the better: 1e-3, the top) -> 3e-3 (top) -> 1e-2 (top) -> 3e-2 (lower): 1e-2 flanked
-    peak = {"A": 0.9, "B": 0.7}
-    calls = []
-
-    def fit(name):
-        def at(rate):
-            calls.append((name, rate))
-            return _runs([peak[name] - 0.1 * abs(np.log10(rate) + 2)], "R@1")[0]
-        return at
-
-    ladder = [3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2]
-    rate, table = bench.shared_rate({"A": fit("A"), "B": fit("B")}, [3e-4, 1e-3], rate_ladder=ladder)
-    assert rate == 1e-2
-    assert list(table) == [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]  # by rate
-    assert [r for name, r in calls if name == "A"] == [3e-4, 1e-3, 3e-3, 1e-2, 3e-2]  # the order tried
-    assert table[1e-2] == {"A": [pytest.approx(0.9)], "B": [pytest.approx(0.7)]}
-    plain, _ = bench.shared_rate({"A": fit("A")}, [3e-4, 1e-3])  # no ladder: the grid alone
-    assert plain == 1e-3
-
-
 def test_robustness_is_the_per_seed_ratio_with_its_t_interval():
     noisy, topline = _runs([0.4, 0.5, 0.6], "R@1"), _runs([0.5, 0.5, 0.5], "R@1")
     out = bench.robustness(noisy, topline)

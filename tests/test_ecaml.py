@@ -313,8 +313,8 @@ def test_ecs_pull_against_each_loss_at_the_start_is_a_ratio_per_loss():
 
 def test_the_rows_from_the_pretrained_start_are_searched_by_the_one_search_on_their_own_split():
     """Issue #86: no chapter keeps a search of its own. Test bed I's rows from the pretrained start each get their
-    fine-tuning rate from dml_tutorial.search on the start's validation split (it had one shared rate, chosen by
-    ladder.shared_rate); without rates in the profile nothing is searched and the start's own rate trains them."""
+    fine-tuning rate from dml_tutorial.search on the start's validation split (it had one rate shared by every
+    loss, chosen by a walk of its own); without rates in the profile nothing is searched and the start's own rate trains them."""
     cfg = profiles.settings("ecaml", "glyphs")
     rule = ecaml.start_rule(cfg)
     rates = tuple(sorted(cfg.pretrained_start["lr_candidates"]))
