@@ -566,3 +566,29 @@ def gradient_ratios(cfg, train_split, device, seed: int = 0) -> list[str]:
         lines.append(f"{NAMES[local]:8s} lambda = {lam:g}: |grad lambda EC| / |grad L_m| = "
                      f"{(g_ec.norm() / g_metric.norm()).item():.2g}")
     return lines
+
+
+def energy_spread(table4: dict, train_labels, locals_) -> tuple[dict, list[str]]:
+    """EC's pair energy split into its two parts (:func:`dml_tutorial.regularizers.energy_decomposition`) on each
+    row's training embeddings (Tables 4/5's runs, ``{(row, ""): [Run]}``), each of ``locals_`` without and with
+    EC: the mean over class pairs and seeds of ``||mu_I - mu_J||^2`` and of ``tr S_I``. Returns ``{row: {part:
+    mean}}`` and a line per loss, without -> with EC."""
+    import numpy as np
+    import torch
+
+    from .regularizers import energy_decomposition
+
+    spread = {}
+    for local in locals_:
+        for lam in (0.0, None):
+            name = label(local, lam)
+            parts = [energy_decomposition(r.train_embeddings, train_labels) for r in table4[(name, "")]]
+            pairs = ~torch.eye(len(parts[0]["classes"]), dtype=torch.bool)
+            spread[name] = {"||mu_I - mu_J||^2": np.mean([p["between"][pairs].mean().item() for p in parts]),
+                            "tr S_I": np.mean([p["within"].mean().item() for p in parts])}
+    lines = []
+    for local in locals_:
+        base, ec = spread[label(local, 0.0)], spread[label(local)]
+        changes = ", ".join(f"{k} {base[k]:.3f} -> {ec[k]:.3f}" for k in base)
+        lines.append(f"{NAMES[local]:8s}: {changes} (without -> with EC)")
+    return spread, lines

@@ -327,3 +327,16 @@ def test_the_rows_from_the_pretrained_start_are_searched_by_the_one_search_on_th
     assert all("start" in t.options and t.options["curve"] == "R@1" for t in trials)
     assert ecaml.start_rule(profiles.settings("ecaml", "smoke")) is None
     assert ecaml.started_rows(profiles.settings("ecaml", "glyphs2")) == {}  # test bed II starts every row
+
+
+def test_the_energy_spread_splits_ec_into_the_class_means_distance_and_the_spreads():
+    labels = np.array([0, 0, 1, 1])
+    apart = torch.tensor([[0.0, 1.0], [0.0, 3.0], [4.0, 1.0], [4.0, 3.0]])  # means (0, 2) and (4, 2), spread 1 each
+    tight = torch.tensor([[0.0, 2.0], [0.0, 2.0], [1.0, 2.0], [1.0, 2.0]])  # means 1 apart, no spread
+    table4 = {(ecaml.label("triplet", 0.0), ""): [SimpleNamespace(train_embeddings=apart)],
+              (ecaml.label("triplet"), ""): [SimpleNamespace(train_embeddings=tight)]}
+    spread, lines = ecaml.energy_spread(table4, labels, ["triplet"])
+    assert spread[ecaml.label("triplet", 0.0)] == pytest.approx({"||mu_I - mu_J||^2": 16.0, "tr S_I": 1.0})
+    assert spread[ecaml.label("triplet")] == pytest.approx({"||mu_I - mu_J||^2": 1.0, "tr S_I": 0.0})
+    line = f"{ecaml.NAMES['triplet']:8s}: ||mu_I - mu_J||^2 16.000 -> 1.000, tr S_I 1.000 -> 0.000 (without -> with EC)"
+    assert lines == [line]
