@@ -23,7 +23,7 @@ import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-LINE = re.compile(r'^(    RELEASE = )"([^"]*)"$', re.MULTILINE)
+LINE = re.compile(r'^(    RELEASE = )"([^"]*)"(  # .*)?$', re.MULTILINE)
 
 
 def git(*args: str) -> str:
@@ -65,7 +65,7 @@ def pin(ref: str = "HEAD", notebooks=NOTEBOOKS) -> str:
         text = path.read_text()
         notebook = json.loads(text)
         cell = install_cell(notebook)
-        source = LINE.sub(lambda m: f'{m.group(1)}"{commit}"', "".join(cell["source"]), count=1)
+        source = LINE.sub(lambda m: f'{m.group(1)}"{commit}"{m.group(3) or ""}', "".join(cell["source"]), count=1)
         lines = source.split("\n")
         cell["source"] = [line + "\n" for line in lines[:-1]] + ([lines[-1]] if lines[-1] else [])
         out = json.dumps(notebook, indent=1, ensure_ascii=False)

@@ -360,6 +360,39 @@ def during_table(table1: dict, local: str, terms) -> dict:
     return during
 
 
+def gradient_lines(embeddings: torch.Tensor, labels, local: str, p: int | None = None) -> list[str]:
+    """How strong each term's pull is on trained ``embeddings``: on one batch of the first ``p`` classes (all
+    where ``p`` is None), 10 of each, the norm of the gradient of the ``local`` loss and of each term at the paper's
+    weight (``LAMBDA`` x the term's gradient), then how close the same-class pairs lie (the reach of L^L's
+    sigma = 0.05 kernel). A term over every test class at once would solve hundreds of transport problems."""
+    labels = torch.as_tensor(labels)
+    batch = torch.cat([torch.nonzero(labels == c)[:10, 0] for c in torch.unique(labels)[:p]])
+    z, y = embeddings[batch].clone().requires_grad_(), labels[batch]
+
+    def pull(loss, weight=1.0) -> float:
+        return weight * torch.autograd.grad(loss(z), z)[0].norm().item()
+
+    lines = [f"{label(local):24s} |gradient| = {pull(lambda v: LOCAL_LOSSES[local](v, y)):.1e}"]
+    lines += [f"{LAMBDA[t]:g} x L^{t:20s} |gradient| = "
+              f"{pull(lambda v, t=t: classwise_discrepancy(v, y, **TERMS[t]), LAMBDA[t]):.1e}"
+              for t in ("L", "G", "L-median", "W")]
+    d = pairwise_distances(z.detach())
+    same = d[(y[:, None] == y[None]) & ~torch.eye(len(y), dtype=torch.bool)]
+    return lines + [(f"same-class pairs closer than 0.25: {(same < 0.25).float().mean().item():.0%}, closer than "
+                     f"0.5: {(same < 0.5).float().mean().item():.0%}; median same-class distance "
+                     f"{same.median().item():.2f}")]
+
+
+def time_lines(table: dict, local: str, terms, column: str = "clean") -> list[str]:
+    """Each term's training time per epoch as a multiple of ``local``'s alone, from Tables 1/4's runs (``table``:
+    ``{(row, column): [Run]}``), per epoch since rows may train for their own length."""
+    def seconds(row):
+        return np.mean([r.metrics["seconds"] / len(r.history) for r in table[(row, column)]])
+
+    return [f"{label(local, t):20s}: {seconds(label(local, t)) / seconds(label(local)):5.1f}x the time per epoch of "
+            f"{label(local)} alone" for t in terms]
+
+
 def step_cost_line(path) -> str:
     """The training step's cost with the term, from ``benchmarks/bench_discrepancy.py``'s committed result at
     ``path`` beside the paper's own figure, or how to measure it where there is none."""
@@ -538,6 +571,18 @@ def paper_gains(term: str = "W") -> dict:
             gains.update({(dataset, row, col): round(v - base[col], 2) for col, v in cols.items()
                           if v is not None and base.get(col) is not None})
     return gains
+
+
+def paper_gain_lines(term: str = "W") -> list[str]:
+    """The paper's gains from ``L^term`` (:func:`paper_gains`) in lines: their range, median and largest, then
+    ``L_Trip + L^term``'s on STL-10 by noise column."""
+    gains = paper_gains(term)
+    best = max(gains, key=gains.get)
+    lines = [(f"paper, + L^{term} minus the local loss alone: {min(gains.values()):+.1f} to "
+              f"{max(gains.values()):+.1f} points, median {np.median(list(gains.values())):+.1f}, over {len(gains)} "
+              f"settings; largest: {best[1]}, {best[0]}, {best[2]}")]
+    return lines + [f"  {dataset} {row} {column:9s}: {gain:+.1f}" for (dataset, row, column), gain in gains.items()
+                    if row == f"L_Trip + L^{term}" and dataset == "S-10"]
 
 
 # --- section 2's checks on a real batch through an untrained network ------------------------------------------------

@@ -592,3 +592,32 @@ def energy_spread(table4: dict, train_labels, locals_) -> tuple[dict, list[str]]
         changes = ", ".join(f"{k} {base[k]:.3f} -> {ec[k]:.3f}" for k in base)
         lines.append(f"{NAMES[local]:8s}: {changes} (without -> with EC)")
     return spread, lines
+
+
+def spectral_lines(table4: dict, locals_) -> list[str]:
+    """Does EC spread the embedding over more directions (Roth et al., 2020)? Each of ``locals_`` without and with
+    EC (Tables 4/5's runs, ``{(row, ""): [Run]}``): the mean spectral decay rho of the unseen classes' embeddings
+    (:func:`dml_tutorial.metrics.spectral_decay`; EC's argument predicts a lower rho) and with - without, paired
+    by seed, with its 95% interval."""
+    import numpy as np
+
+    from .evidence import paired
+    from .metrics import spectral_decay
+
+    lines = []
+    for local in locals_:
+        rho = {lam: [spectral_decay(r.test_embeddings) for r in table4[(label(local, lam), "")]] for lam in (0.0, None)}
+        d = paired(rho[0.0], rho[None])
+        lines.append(f"{label(local):16s} rho without EC {np.mean(rho[0.0]):.3f}, with EC {np.mean(rho[None]):.3f}; "
+                     f"with - without {d['mean']:+.3f} (95% CI {d['ci'][0]:+.3f} to {d['ci'][1]:+.3f})")
+    return lines
+
+
+def curve_ends(table4: dict, locals_) -> dict:
+    """Where Fig. 2's curves end (its claims read them): each of ``locals_`` without and with EC (Tables 4/5's
+    runs), the seen and unseen R@1 and MAP@R of the last epoch per seed; MAP@R still ranks where the seen R@1
+    reaches 100% (test bed II). ``{row: {"<curve>, last epoch": [value per seed]}}``."""
+    keys = ("seen R@1", "unseen R@1", "seen MAP@R", "unseen MAP@R")
+    return {label(local, lam): {f"{key}, last epoch": [r.history[key][-1] for r in table4[(label(local, lam), "")]]
+                                for key in keys}
+            for local in locals_ for lam in (0.0, None)}

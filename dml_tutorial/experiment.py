@@ -437,6 +437,25 @@ def run_one(spec, run, cache=None, progress: bool | None = False) -> Run:
     return run_grid([spec], run, spec.row, cache=cache, progress=progress)[spec.key][0]
 
 
+def best_shots(chapter, cfg, seed: int, run, cache=None, plan=None, progress: bool | None = False) -> dict:
+    """A chapter's one search on ``seed`` (``chapter.best_shots``: each row's rate, length and knob chosen on
+    held-out seen classes by :func:`dml_tutorial.search.best_shot`), each trial run by :func:`run_one` through the
+    ``cache``; prints each row's choice and adds the trials its walks made beyond the planned ones to ``plan``
+    (``chapter.unplanned``, like the section ``chapter.BEST_SHOT``). Returns the choices, ``{}`` where the profile
+    searches nothing.
+
+        chosen = experiment.best_shots(dcdl, cfg, seeds[0], run, cache=cache, plan=chapter_plan)
+    """
+    from .search import describe
+
+    choices = chapter.best_shots(cfg, seed, partial(run_one, run=run, cache=cache, progress=progress))
+    for row, choice in choices.get("best shot", {}).items():
+        print(f"{row}: {describe(choice)}")
+    if choices and plan is not None:
+        plan.add("the searches' walks", chapter.unplanned(cfg, choices), like=chapter.BEST_SHOT)
+    return choices
+
+
 def _call(run, kwargs, seed, **extra):
     return run(**kwargs, **extra, seed=seed)
 

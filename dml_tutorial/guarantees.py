@@ -283,6 +283,18 @@ def by_rate(runs: dict, rates) -> dict:
             for row in dict.fromkeys(row for row, _ in runs)}
 
 
+def miner_gaps(results: dict, rates) -> list[str]:
+    """Random minus fixed semi-hard R@1 at each noise rate of ``rates``, paired by seed in ``results`` (the
+    noise-rate table, ``{(arm, rate): [Run per seed]}``): its mean and std in points, and the paired t-test's p."""
+    fixed, rand = PAIR
+    lines = []
+    for rate in rates:
+        d = experiment.paired_difference(results[(fixed, rate)], results[(rand, rate)], "R@1")
+        lines.append(f"p = {rate:.1f}: random - fixed semi-hard R@1 = {100 * d['mean']:+5.1f} ± "
+                     f"{100 * d['std']:.1f} points (p-value {d['p']:.2f})")
+    return lines
+
+
 def recipe_gaps(table: dict, recipes, rates) -> list[str]:
     """One line a recipe of ``recipes`` (``{name: its overrides}``): random minus fixed semi-hard R@1, in points,
     at each noise rate, the mean of the seeds' paired differences in ``table`` (:func:`by_rate`'s)."""

@@ -19,7 +19,7 @@ import torch
 from . import discrepancy, metrics, objective, sampling
 from ._checks import check_embeddings
 from .labels import label_html, label_mpl, label_tex, mean_std  # noqa: F401 (plots.label_tex, as before)
-from .noise import noise_multiplier
+from .noise import noise_multiplier, pair_noise_rates
 from .tables import results_table, styled  # noqa: F401 (plots.results_table, as before)
 
 PALETTE = sns.color_palette("colorblind", 10) + sns.color_palette("dark", 10)
@@ -150,6 +150,16 @@ def embedding_plots(embeddings, labels, title: str = "", groups=None, names=None
         axes[-1].legend(title="class", loc="upper left", bbox_to_anchor=(1.0, 1.0), markerscale=2, frameon=False,
                         ncols=1 + (len(np.unique(labels)) > 10), columnspacing=0.8, handletextpad=0.2,
                         prop={"family": family, "size": 8})
+    return fig
+
+
+def embedding_rows(rows: dict, labels, title: str, names=None, seed: int = 0):
+    """One row of :func:`embedding_plots` (t-SNE, UMAP) for each ``{row title: embeddings}``, all of the same
+    ``labels`` (one legend for the figure), under ``title``; returns the figure."""
+    fig, axes = plt.subplots(len(rows), 2, figsize=(10, 4.3 * len(rows)), constrained_layout=True, squeeze=False)
+    for row_axes, (name, embeddings) in zip(axes, rows.items()):
+        embedding_plots(embeddings, labels, name, names=names, seed=seed, axes=row_axes)
+    fig.suptitle(title)
     return fig
 
 
@@ -622,6 +632,23 @@ def seen_unseen(panels: dict, keys=("seen R@1", "unseen R@1"), ylabel: str = "Re
         ax.set(xlabel="epoch", ylabel=ylabel, title=name)
         ax.legend(fontsize=7)
     fig.suptitle(title)
+    return fig
+
+
+def pair_noise_curves(classes=(3, 6, 10, 100), top: float = 0.9):
+    """The pair noise rates q+ and q- (:func:`dml_tutorial.noise.pair_noise_rates`, the noise paper's eq. 7-8)
+    against the sample noise rate p from 0 to ``top``, one curve for each number of ``classes``; returns the
+    figure."""
+    rates = np.linspace(0, top, round(100 * top) + 1)
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4), constrained_layout=True)
+    for i, k in enumerate(classes):
+        q = np.array([pair_noise_rates(float(p), k) for p in rates])
+        for ax, column in zip(axes, q.T):
+            ax.plot(rates, column, color=PALETTE[i], label=f"K = {k}")
+    for ax, symbol, title in zip(axes, ("$q_+$", "$q_-$"), ("positive pairs observed as negative",
+                                                            "negative pairs observed as positive")):
+        ax.set(xlabel="sample noise rate p", ylabel=symbol, title=title)
+        ax.legend(fontsize=8)
     return fig
 
 

@@ -25,6 +25,7 @@ Why each test-bed profile holds what it holds, and what it held before, is writt
 from __future__ import annotations
 
 import os
+import sys
 from typing import NamedTuple
 
 from . import __version__
@@ -425,6 +426,17 @@ class Start(NamedTuple):
                  *([f"batches of {batch}"] if batch else []), f"seeds: {self.seeds}", f"device: {self.device}"]
         return " | ".join(parts + ([f"paper: {self.paper}"] if self.paper else []))
 
+    def record(self, table, measured: dict, paper: dict | None = None, *, caption: str | None = None,
+               seeds: list | None = None, **options):
+        """:func:`dml_tutorial.report.record` of this start's settings, seeds (or ``seeds``) and device, with
+        ``caption`` printed above the table; ``options``: its ``choices`` and ``digits``."""
+        from . import report  # here: the command line reads the profiles without loading torch
+
+        if caption:
+            print(caption)
+        return report.record(table, measured, paper, cfg=self.cfg, seeds=self.seeds if seeds is None else seeds,
+                             device=self.device, **options)
+
 
 def begin(chapter: str, profile: str = "auto", changes: dict | None = None, seed: int = 0, device="auto",
           runs=None, **overrides) -> Start:
@@ -439,5 +451,7 @@ def begin(chapter: str, profile: str = "auto", changes: dict | None = None, seed
 
     cfg = settings(chapter, profile, changes, **overrides)
     dev = train.resolve_device(device)
+    if "google.colab" in sys.modules and dev.type == "cpu":  # "auto" runs the smoke profile there
+        print("No GPU: Runtime > Change runtime type > T4 GPU, then Run all.")
     train.seed_everything(seed, threads=cfg.threads)
     return Start(cfg, dev, [seed + i for i in range(cfg.n_seeds)], default_cache(cfg, runs), shows_progress(cfg))

@@ -3,6 +3,7 @@ paper's numbers as quoted (checked against each other where the paper repeats a 
 
 import json
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -453,3 +454,41 @@ def test_the_untrained_batches_lines_read_the_mmd_gradient_and_the_two_solvers()
     assert [line.split(":")[0].strip() for line in mmd] == [name for name, _, _ in dcdl.UNTRAINED]
     solvers = dcdl.untrained_solvers(images, members, seed=1)
     assert len(solvers) == 2 and all("gradient cosine" in line for line in solvers)
+
+
+def test_the_paper_gain_lines_quote_tables_1_and_4s_differences():
+    """The folded summary of the paper's own gains from L^W: its range and the STL-10 triplet cells, each the
+    quoted L_Trip + L^W minus the quoted L_Trip of the same column."""
+    first, *stl = dcdl.paper_gain_lines("W")
+    trip, with_w = dcdl.REPORTED["S-10"]["L_Trip"], dcdl.REPORTED["S-10"]["L_Trip + L^W"]
+    expected = {col: with_w[col] - trip[col] for col in with_w if with_w[col] is not None and trip.get(col) is not None}
+    assert [line.split()[-1] for line in stl] == [f"{g:+.1f}" for g in expected.values()]
+    every = [v - dcdl.REPORTED[d][row[: -len(" + L^W")]][c] for d, rows in dcdl.REPORTED.items()
+             for row, cols in rows.items() if row.endswith(" + L^W") for c, v in cols.items()
+             if v is not None and dcdl.REPORTED[d][row[: -len(" + L^W")]].get(c) is not None]
+    assert first.startswith(f"paper, + L^W minus the local loss alone: {min(every):+.1f} to {max(every):+.1f} points")
+    assert f"over {len(every)} settings" in first
+
+
+def test_the_gradient_lines_read_one_batch_of_the_first_p_classes():
+    """Two classes of two points: class 0's pair 0.2 apart, class 1's 0.6; with p = 1 the batch holds class 0
+    only (every same-class pair within 0.25), with every class half of the pairs are."""
+    z = torch.tensor([[0.0, 0.0], [0.2, 0.0], [3.0, 0.0], [3.6, 0.0]])
+    labels = np.array([0, 0, 1, 1])
+    lines = dcdl.gradient_lines(z, labels, "trip")
+    assert len(lines) == 6 and lines[0].startswith(f"{dcdl.label('trip'):24s} |gradient| = ")
+    assert [line.split(" x ")[0] for line in lines[1:5]] == [f"{dcdl.LAMBDA[t]:g}" for t in ("L", "G", "L-median", "W")]
+    assert lines[-1] == "same-class pairs closer than 0.25: 50%, closer than 0.5: 50%; median same-class distance 0.20"
+    assert dcdl.gradient_lines(z, labels, "trip", p=1)[-1].startswith("same-class pairs closer than 0.25: 100%")
+    # the hinge of a batch whose negatives lie far beyond the margin is silent: no gradient
+    assert lines[0].endswith("= 0.0e+00")
+
+
+def test_the_time_lines_compare_seconds_per_epoch():
+    """Rows may train for their own length: L_Trip 10 s over 5 epochs (2 s an epoch), with L^W 12 s over 2 (6 s)."""
+    def runs(seconds, epochs):
+        return [SimpleNamespace(metrics={"seconds": seconds}, history=[{}] * epochs)] * 2
+
+    table = {(dcdl.label("trip"), "clean"): runs(10.0, 5), (dcdl.label("trip", "W"), "clean"): runs(12.0, 2)}
+    assert dcdl.time_lines(table, "trip", ["W"]) == [
+        f"{dcdl.label('trip', 'W'):20s}:   3.0x the time per epoch of {dcdl.label('trip')} alone"]

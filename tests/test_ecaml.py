@@ -340,3 +340,27 @@ def test_the_energy_spread_splits_ec_into_the_class_means_distance_and_the_sprea
     assert spread[ecaml.label("triplet")] == pytest.approx({"||mu_I - mu_J||^2": 1.0, "tr S_I": 0.0})
     line = f"{ecaml.NAMES['triplet']:8s}: ||mu_I - mu_J||^2 16.000 -> 1.000, tr S_I 1.000 -> 0.000 (without -> with EC)"
     assert lines == [line]
+
+
+def test_the_spectral_lines_pair_rho_by_seed_and_the_curve_ends_read_the_last_epoch():
+    """A spectrum spread over every direction (rho 0) without EC, one direction with EC: rho grows, paired by seed;
+    each curve's end is its history's last value."""
+    from dml_tutorial import evidence, metrics
+
+    g = torch.Generator().manual_seed(0)
+    flat = [torch.linalg.qr(torch.randn(16, 8, generator=g, dtype=torch.float64))[0] for _ in range(3)]
+    line = [torch.randn(16, 1, generator=g, dtype=torch.float64) * torch.ones(1, 8) + 1e-3 * f for f in flat]
+    history = {key: [0.1, 0.2, v] for v, key in enumerate(("seen R@1", "unseen R@1", "seen MAP@R", "unseen MAP@R"))}
+    table4 = {(ecaml.label("triplet", 0.0), ""): [SimpleNamespace(test_embeddings=z, history=history) for z in flat],
+              (ecaml.label("triplet"), ""): [SimpleNamespace(test_embeddings=z, history=history) for z in line]}
+    (text,) = ecaml.spectral_lines(table4, ["triplet"])
+    rho = [[metrics.spectral_decay(z) for z in zs] for zs in (flat, line)]
+    d = evidence.paired(*rho)
+    assert np.mean(rho[0]) < 1e-6 < d["mean"]  # orthonormal columns: a flat spectrum
+    assert text == (f"{ecaml.label('triplet'):16s} rho without EC {np.mean(rho[0]):.3f}, with EC "
+                    f"{np.mean(rho[1]):.3f}; with - without {d['mean']:+.3f} (95% CI {d['ci'][0]:+.3f} to "
+                    f"{d['ci'][1]:+.3f})")
+    ends = ecaml.curve_ends(table4, ["triplet"])
+    assert list(ends) == [ecaml.label("triplet", 0.0), ecaml.label("triplet")]
+    assert ends[ecaml.label("triplet")] == {"seen R@1, last epoch": [0] * 3, "unseen R@1, last epoch": [1] * 3,
+                                            "seen MAP@R, last epoch": [2] * 3, "unseen MAP@R, last epoch": [3] * 3}

@@ -415,3 +415,33 @@ def test_a_profile_with_a_start_trains_from_its_trunk_and_measures_it_as_a_refer
     assert not pretrain.applies(other) and (experiment.STARTED, "") not in experiment.references(splits, other, [0])
     with pytest.raises(ValueError, match="unknown start"):
         pretrain.applies({**cfg, "start": "nowhere"})
+
+
+def test_best_shots_runs_the_chapters_one_search_prints_each_choice_and_counts_the_walks(capsys):
+    """experiment.best_shots, every chapter's search cell: the chapter's own best_shots through run_one (the same
+    choices as calling it directly), one printed line a row, and the walks' trials added to the plan."""
+    from dml_tutorial import search
+
+    cfg = profiles.settings("dcdl", "glyphs2")
+
+    def run(trial):  # the probe peaks at the top of the rate ladder: every row walks on
+        top = max(cfg.search_lrs)
+        curve = {e: 0.5 + trial.settings.lr / top - abs(e - 6) / 100 for e in range(2, trial.settings.epochs + 1, 2)}
+        return experiment.Run({}, None, train.History([{"epoch": e, "probe accuracy": v} for e, v in curve.items()]))
+
+    added = []
+
+    class Plan:
+        def add(self, section, runs, like):
+            added.append((section, runs, like))
+
+    choices = experiment.best_shots(dcdl, cfg, 4, run, plan=Plan())
+    assert choices == dcdl.best_shots(cfg, 4, run)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [f"{row}: {search.describe(c)}" for row, c in choices["best shot"].items()]
+    assert len(lines) == len(dcdl.searched_rows(cfg))
+    walked = dcdl.unplanned(cfg, choices)
+    assert walked > 0 and added == [("the searches' walks", walked, dcdl.BEST_SHOT)]
+    added.clear()
+    assert experiment.best_shots(dcdl, profiles.settings("dcdl", "smoke"), 0, run, plan=Plan()) == {}
+    assert added == [] and capsys.readouterr().out == ""  # a profile without a search: nothing run or said

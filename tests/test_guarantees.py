@@ -271,3 +271,17 @@ def test_the_pretraining_table_puts_the_random_start_beside_the_clean_one():
     table = guarantees.pretraining_table(results, {0.4: runs(0.7, 0.8)}, (0.0, 0.4))
     assert table == {"marginal, random init": {"p = 0.4": [0.5, 0.6]},
                      "marginal, clean pre-training (oracle)": {"p = 0.4": [0.7, 0.8]}}
+
+
+def test_the_miner_gaps_pair_the_two_triplet_arms_by_seed():
+    fixed, rand = guarantees.PAIR
+
+    def runs(*r1):
+        return [SimpleNamespace(metrics={"R@1": v}) for v in r1]
+
+    results = {(fixed, 0.0): runs(0.5, 0.75), (rand, 0.0): runs(0.5, 0.75),
+               (fixed, 0.4): runs(0.25, 0.5), (rand, 0.4): runs(0.5, 0.5)}
+    clean, noisy = guarantees.miner_gaps(results, [0.0, 0.4])
+    assert clean == "p = 0.0: random - fixed semi-hard R@1 =  +0.0 ± 0.0 points (p-value nan)"  # no spread
+    # differences 0.25 and 0: mean 12.5 points, std 17.7 (ddof 1), t = 1 on 1 degree of freedom: p = 0.5
+    assert noisy == "p = 0.4: random - fixed semi-hard R@1 = +12.5 ± 17.7 points (p-value 0.50)"

@@ -396,3 +396,36 @@ def test_the_even_odd_and_the_modes_figures_draw_a_panel_per_arm_and_split():
             for row in ("A", "B") for noise in ("clean", "symmetric 0.2")}
     fig = plots.modes_tsne(runs, SimpleNamespace(test=test), ("A", "B"), seed=0)
     assert [ax.get_title() for ax in fig.axes] == ["A, symmetric 0.2", "B, symmetric 0.2"]
+
+
+def test_embedding_rows_draw_a_row_a_run_with_one_legend_under_the_title():
+    g = torch.Generator().manual_seed(0)
+    labels = np.repeat(np.arange(3), 10)
+    rows = {"before": torch.randn(30, 4, generator=g), "after": torch.randn(30, 4, generator=g)}
+    fig = plots.embedding_rows(rows, labels, "Test classes, seed 0", names=["a", "b", "c"])
+    try:
+        assert len(fig.axes) == 4 and fig.get_suptitle() == "Test classes, seed 0"
+        assert [ax.get_title() for ax in fig.axes] == ["before — t-SNE", "before — UMAP", "after — t-SNE",
+                                                       "after — UMAP"]
+        legends = [ax.get_legend() for ax in fig.axes if ax.get_legend()]
+        assert len(legends) == 1 and [t.get_text() for t in legends[0].get_texts()] == ["a", "b", "c"]
+    finally:
+        plt.close(fig)
+
+
+def test_pair_noise_curves_draw_eq_7_and_8():
+    from dml_tutorial.noise import pair_noise_rates
+
+    fig = plots.pair_noise_curves(classes=(3, 10), top=0.5)
+    try:
+        positive, negative = fig.axes
+        for ax, which in ((positive, 0), (negative, 1)):
+            assert [line.get_label() for line in ax.get_lines()] == ["K = 3", "K = 10"]
+            for line, k in zip(ax.get_lines(), (3, 10)):
+                p, q = line.get_data()
+                assert len(p) == 51 and p[0] == 0 and p[-1] == pytest.approx(0.5)
+                assert q[20] == pytest.approx(pair_noise_rates(float(p[20]), k)[which])
+        # K = 3, p = 0.2, by counting: a positive pair stays one with 0.8^2 + 2 * 0.1^2 = 0.66
+        assert positive.get_lines()[0].get_data()[1][20] == pytest.approx(1 - 0.66)
+    finally:
+        plt.close(fig)

@@ -154,3 +154,15 @@ def test_a_chapter_begins_with_its_settings_device_seeds_cache_and_progress(tmp_
         profiles.begin("nope", "smoke")
     whole = profiles.begin("dcdl", "smoke", device="cpu")  # no P x K batch and no batch size: none printed
     assert "batches" not in str(whole) and str(whole).endswith("device: cpu | paper: C-10")
+
+
+def test_begin_on_a_colab_cpu_runtime_says_how_to_get_a_gpu(monkeypatch, capsys):
+    """The install cell used to say it; the setup cell says it now, where the device is known."""
+    import sys
+    import types
+
+    profiles.begin("eps", "smoke", device="cpu")
+    assert "No GPU" not in capsys.readouterr().out  # not on Colab: nothing said
+    monkeypatch.setitem(sys.modules, "google.colab", types.ModuleType("google.colab"))
+    profiles.begin("eps", "smoke", device="cpu")
+    assert capsys.readouterr().out == "No GPU: Runtime > Change runtime type > T4 GPU, then Run all.\n"

@@ -12,7 +12,7 @@ import torch
 import yaml
 from helpers import ROOT
 
-from dml_tutorial import claims, evidence, plots, report
+from dml_tutorial import claims, evidence, plots, report, tables
 from dml_tutorial.chapters import chapters
 from dml_tutorial.profiles import CHAPTERS
 from dml_tutorial.settings import ECAMLSettings, Settings
@@ -478,3 +478,24 @@ def test_a_tree_with_chapters_re_executed_in_place_is_still_the_commit(tmp_path)
     (tmp_path / "notebooks" / "01_a.ipynb").write_text(json.dumps(executed))
     (tmp_path / "setup.py").write_text("# changed")
     assert report.git_commit(tmp_path) == head + "-dirty"
+
+
+def test_a_start_records_with_its_own_settings_seeds_and_device_and_prints_the_caption_first(monkeypatch, tmp_path,
+                                                                                              capsys):
+    """profiles.Start.record, the chapters' one way to record a table: report.record with the start's settings,
+    seeds (or the seeds it is given) and device, its caption printed above the table."""
+    from dml_tutorial import profiles
+
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    start = profiles.begin("eps", "smoke", {"epochs": 2}, seed=5, device="cpu")
+    measured = {"r": {"R@1": [0.5, 0.6, 0.7]}}
+    shown = start.record("T", measured, {"r": {"R@1": 61.0}}, caption="the caption", choices={"head": "linear"})
+    start.record("T2", {"r": {"R@1": [0.5]}}, seeds=start.seeds[:1])
+    assert capsys.readouterr().out == "the caption\n"
+    pd.testing.assert_frame_equal(shown.data, plots.results_table(measured, {"r": {"R@1": 61.0}}))
+    first, second = (json.loads(line) for line in path.read_text().splitlines())
+    assert first["seeds"] == [5, 6, 7] and second["seeds"] == [5] and first["device"].startswith("cpu: ")
+    assert first["settings"] == json.loads(json.dumps(start.cfg.to_dict())) and first["choices"] == {"head": "linear"}
+    with pytest.raises(ValueError, match="declared table"):  # report.record's own checks still apply
+        start.record(tables.EPS_MAIN.title, measured)
