@@ -34,6 +34,7 @@ from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import torch
 
 from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, losses, models, recorder, train
@@ -49,6 +50,9 @@ TRAIN_IMAGES = {"mnist": 60_000, "cifar10": 50_000, "cifar100": 50_000, "stl10":
                 "cars196": 8_054, "sop": 59_551}
 #: Test images of the same splits (the unseen classes), which every run embeds once at its end.
 TEST_IMAGES = {"cub200": 5_924, "cars196": 8_131, "sop": 60_502}
+#: The test split's images and classes of the datasets :func:`split_sizes` does not load to count.
+TEST_SPLITS = {"cub200": (5_924, 100), "cars196": (8_131, 98), "sop": (60_502, 11_316), "mnist": (10_000, 10),
+               "cifar10": (10_000, 10), "cifar100": (10_000, 100), "stl10": (8_000, 10)}
 #: Datasets read from JPEG files, whose decoding the plan counts (:func:`reading`).
 ON_DISK = ("cub200", "cars196", "sop", "flowers102")
 #: JPEGs decoded and cropped per second by one loader process when the dataset is not here yet to be timed: about
@@ -82,6 +86,7 @@ class Trainings:
     curve_runs: int = 0  # of the runs, those that embed curve_images after every epoch (ECAML's Fig. 2)
     curve_images: int = 0
     epochs: int = 0
+    checkpoints: int = 0  # per run: a search trial's validation scores (every eval_every epochs and the last)
     objective: object = field(default=None, compare=False, repr=False)  # with loss ("objective", digest)
 
     @property
@@ -167,14 +172,24 @@ def from_specs(specs, cfg, n_train: int, timing=None) -> list[Trainings]:
                                       else supervised(spec, n_train)))
     groups: dict[tuple, tuple[list, Trainings]] = {}
     for spec in specs:
-        t = timing(spec)
-        keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images), ([], t))
+        t = replace(timing(spec), checkpoints=checkpoints(spec))
+        keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images, t.checkpoints), ([], t))
         keys += [spec.key[1:]] if spec.key[1:] not in keys else []
         group.runs += 1
         group.curve_runs += bool(group.curve_images)
     tables = [table for table, *_ in groups]
     return [replace(t, section=table if tables.count(table) == 1 else f"{table} ({_rows(keys)})")
             for (table, *_), (keys, t) in groups.items()]
+
+
+def checkpoints(spec) -> int:
+    """How many times a run of ``spec`` scores its validation split while it trains: a search's trial
+    (``options["curve"]``) after every ``eval_every`` epochs and after the last (:func:`dml_tutorial.search.
+    best_shot`); 0 for any other run."""
+    if "curve" not in spec.options:
+        return 0
+    epochs, every = spec.settings.epochs, spec.settings.get("eval_every") or 1
+    return len(set(range(every, epochs + 1, every)) | {epochs})
 
 
 def supervised(spec, n_train: int, *, batch: int | None = None, shape=None, objective=None,
@@ -275,14 +290,8 @@ def describe_grid(chapter: str, cfg) -> str:
 
 
 def train_images(cfg: dict, root=data.DATA_ROOT) -> int:
-    """Training images of the chapter's main split: the paper datasets' standard sizes, else those of the
-    (offline, quick to load) dataset itself."""
-    if cfg["dataset"] in TRAIN_IMAGES:
-        return TRAIN_IMAGES[cfg["dataset"]]
-    split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
-    options = {**({} if cfg.get("seen") is None else {"seen": cfg["seen"]}),  # None: the loader's own split
-               **cfg.get("dataset_options", {})}
-    return len(data.load_dataset(cfg["dataset"], split=split, root=root, **options).train)
+    """Training images of the chapter's main split (:func:`split_sizes`)."""
+    return split_sizes(cfg, root)[0]
 
 
 @dataclass
@@ -321,6 +330,103 @@ def reading(cfg: dict, trainings: list, n_train: int, forward_seconds: float, ro
     rate, measured = _jpeg_speed(cfg, root)
     return Reading(n_train + n_test if once else 0, 0 if once else sum(t.images for t in own) + evaluated,
                    evaluated, rate, forward_seconds, measured)
+
+
+def split_sizes(cfg: dict, root=data.DATA_ROOT) -> tuple[int, int, int]:
+    """The chapter's main split: training images, test images and test classes (the paper datasets' standard
+    sizes, else those of the (offline, quick to load) in-memory dataset itself)."""
+    if cfg["dataset"] in TEST_SPLITS:
+        return (TRAIN_IMAGES[cfg["dataset"]], *TEST_SPLITS[cfg["dataset"]])
+    split = "samples" if cfg["chapter"] in ("dcdl", "foundations") else "classes"
+    options = {**({} if cfg.get("seen") is None else {"seen": cfg["seen"]}),  # None: the loader's own split
+               **cfg.get("dataset_options", {})}
+    splits = data.load_dataset(cfg["dataset"], split=split, root=root, **options)
+    return len(splits.train), len(splits.test), len(set(np.asarray(splits.test.labels).tolist()))
+
+
+@dataclass
+class Evaluation:
+    """What a chapter's runs compute besides their training steps (issue #88: a search's checkpoints and the final
+    scorings can take as long as the training): ``parts``, ``{what: (how many, seconds each)}``, e.g. the final
+    scorings (each run's test split, :func:`dml_tutorial.experiment._measure`), a search trial's checkpoints, ECAML's
+    curve points, and for in-memory data the images those evaluations embed (where images are read from JPEG files
+    :class:`Reading` counts the embedding)."""
+
+    parts: dict
+
+    def seconds(self) -> float:
+        return sum(count * each for count, each in self.parts.values())
+
+    def __str__(self) -> str:
+        def each(seconds):
+            return (f"{seconds * 1e3:,.2f} ms" if seconds < 0.1 else f"{seconds:.2g} s" if seconds < 90 else
+                    _duration(seconds))
+
+        said = [f"{count:,} {what} ({each(s)} each)" for what, (count, s) in self.parts.items() if count]
+        return f"Evaluations: {', '.join(said) or 'none'}: {_duration(self.seconds())}"
+
+
+def probe_scoring(cfg: dict, n_train: int, n_test: int, classes: int, device, *, probe: bool = False,
+                  checkpoint: bool = True, curve: bool = False, at_most: int = 8_000) -> dict:
+    """Seconds of one evaluation of each kind, timed once on random unit embeddings of the profile's ``dim`` with
+    ``classes`` balanced labels, through the code the runs call: ``"final"``, a run's scoring of its test split
+    (:func:`dml_tutorial.experiment._measure`: Recall@K, k-means NMI and F1; with ``probe`` DCDL's linear probe and
+    R@1); ``"checkpoint"``, a search trial's validation score (R@1, or the probe), counted at the test split's size
+    (an upper bound: the held-out side is smaller); ``"curve"``, one of ECAML's curve points (R@1 and MAP@R on
+    ``curve_samples`` of each split). Time-boxed: a split beyond ``at_most`` images is timed at ``at_most`` and
+    scaled by the square of the ratio (the neighbours' N^2 distances dominate there)."""
+    from . import metrics
+    from .experiment import _measure
+
+    dev = train.resolve_device(device)
+    g = torch.Generator().manual_seed(0)
+
+    def z(n):
+        return torch.nn.functional.normalize(torch.randn(min(n, at_most), cfg["dim"], generator=g), dim=1).to(dev)
+
+    def y(n):
+        return np.arange(min(n, at_most)) % max(2, min(classes, n // 2))
+
+    def timed(call, n) -> float:
+        start = time.perf_counter()
+        call()
+        return (time.perf_counter() - start) * max(1.0, n / at_most) ** 2
+
+    out = {"final": timed(lambda: _measure(z(n_train), y(n_train), z(n_test), y(n_test), cfg, probe, 0, dev), n_test)}
+    if checkpoint:
+        score = (partial(metrics.linear_probe_accuracy, z(n_train), y(n_train), z(n_test), y(n_test)) if probe else
+                 partial(metrics.recall_at_k, z(n_test), y(n_test), (1,), device=dev))
+        out["checkpoint"] = timed(score, n_test)
+    if curve:
+        n = min(cfg.get("curve_samples") or CURVE_SAMPLES, n_test)
+        points = [partial(f, z(n), y(n), device=dev) for f in (partial(metrics.recall_at_k, ks=(1,)),
+                                                                 metrics.map_at_r)] * 2  # the seen and unseen split
+        out["curve"] = timed(lambda: [point() for point in points], n)
+    return out
+
+
+def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds: float | None = None,
+               scoring=None) -> Evaluation:
+    """The chapter's evaluations (:class:`Evaluation`) for its ``trainings`` of its own model on its own images
+    (as :func:`reading`: not, e.g., EPS's even/odd or sub-cluster runs), its main split of ``sizes`` (training
+    images, test images, test classes): each run's final scoring, each search trial's checkpoints, ECAML's curve
+    points, each timed once by ``scoring`` (:func:`probe_scoring`); with ``forward_seconds`` (in-memory data) also
+    the images they embed: each run's two splits, each checkpoint's test-sized split, each curve point's
+    images. The reference rows and a chapter's own extra measures (EPS's NMI+) are not counted."""
+    n_train, n_test, classes = sizes
+    own = [t for t in trainings if t.runs and t.model == cfg["model"] and t.shape == _shape(cfg)]
+    finals, checks = sum(t.runs for t in own), sum(t.runs * t.checkpoints for t in own)
+    points = sum(t.curve_runs * t.epochs for t in own)
+    seconds = (scoring or probe_scoring)(cfg, n_train, n_test, classes, device, probe=cfg["chapter"] == "dcdl",
+                      checkpoint=bool(checks), curve=bool(points))
+    parts = {"final scorings": (finals, seconds["final"]),
+             "search checkpoints": (checks, seconds.get("checkpoint", 0.0)),
+             "curve points": (points, seconds.get("curve", 0.0))}
+    if forward_seconds is not None:
+        embedded = finals * (n_train + n_test) + checks * n_test + sum(t.curve_runs * t.epochs * t.curve_images
+                                                                       for t in own)
+        parts["images embedded"] = (embedded, forward_seconds)
+    return Evaluation(parts)
 
 
 def _jpeg_speed(cfg: dict, root, files: int = 16) -> tuple[float, bool]:
@@ -452,6 +558,7 @@ class Plan:
     seconds_per_step: dict = field(default_factory=dict)  # (model, batch, shape) -> seconds
     start: int = 0  # the recorder's trainings when the plan was made
     reading: Reading | None = None  # datasets of JPEG files: decoding and evaluation passes
+    evaluation: Evaluation | None = None  # the runs' scorings, checkpoints and curves (and embedding, in memory)
     made: float = field(default_factory=time.perf_counter)  # when: check() compares the chapter's time since
 
     @property
@@ -467,10 +574,11 @@ class Plan:
         return sum(t.runs * t.steps * self.seconds_per_step[t.key] for t in self.trainings if t.runs)
 
     def whole(self) -> float:
-        """Estimated seconds of the whole chapter: the training, and where its images are read from JPEG files the
-        decoding and evaluation beyond it (:meth:`Reading.seconds`)."""
+        """Estimated seconds of the whole chapter: the training, the evaluations (:class:`Evaluation`) and, where its
+        images are read from JPEG files, the decoding and embedding beyond the training (:meth:`Reading.seconds`)."""
         training = self.estimate()
-        return training + (self.reading.seconds(training) if self.reading is not None else 0.0)
+        return (training + (self.reading.seconds(training) if self.reading is not None else 0.0)
+                + (self.evaluation.seconds() if self.evaluation is not None else 0.0))
 
     def __str__(self) -> str:
         lines = [f"Plan of the {self.chapter} chapter, {self.profile} profile, on {self.device}", "Downloads:"]
@@ -482,18 +590,18 @@ class Plan:
                 sec = self.seconds_per_step[t.key]
                 lines.append(f"  {t.section}: {t.runs} x {t.steps:,} steps of {t.batch} inputs ({t.model}, "
                              f"{sec * 1e3:,.1f} ms per step)")
-        if self.reading is None:
-            lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps; evaluations "
-                         "and reading images from disk come on top)")
-            return "\n".join(lines)
-        r = self.reading
-        speed = f"{r.jpeg_per_second:,.0f} images/s {'timed on its files' if r.measured else '(assumed)'}"
         lines.append(f"Estimated training time: {_duration(self.estimate())} (probe speed x steps)")
-        lines.append(f"Reading images: {r.decoded + r.jpeg:,} JPEG decodes "
-                     f"({'both splits once' if r.decoded else 'every training batch and evaluation'}) at {speed}; "
-                     f"{r.evaluated:,} images embedded by the evaluations ({r.forward_seconds * 1e3:,.2f} ms each): "
-                     f"{_duration(r.seconds(self.estimate()))} beyond the training")
-        lines.append(f"Estimated time in all: {_duration(self.estimate() + r.seconds(self.estimate()))}")
+        if self.reading is not None:
+            r = self.reading
+            speed = f"{r.jpeg_per_second:,.0f} images/s {'timed on its files' if r.measured else '(assumed)'}"
+            lines.append(f"Reading images: {r.decoded + r.jpeg:,} JPEG decodes "
+                         f"({'both splits once' if r.decoded else 'every training batch and evaluation'}) at {speed}; "
+                         f"{r.evaluated:,} images embedded by the evaluations ({r.forward_seconds * 1e3:,.2f} ms "
+                         f"each): {_duration(r.seconds(self.estimate()))} beyond the training")
+        if self.evaluation is not None:
+            lines.append(str(self.evaluation))
+        if self.reading is not None or self.evaluation is not None:
+            lines.append(f"Estimated time in all: {_duration(self.whole())}")
         return "\n".join(lines)
 
     def add(self, section: str, runs: int, like: str) -> None:
@@ -522,10 +630,9 @@ class Plan:
             raise AssertionError(f"the plan counts {self.runs} trainings, the notebook ran {len(ran)}: it trains "
                                  f"outside the chapter's declared grid (dml_tutorial.plan.GRIDS[{self.chapter!r}])")
         seconds = sum(r["seconds"] for r in ran)
-        unseen = "" if self.reading is not None else " (its evaluations of in-memory data are not estimated)"
         return (f"{len(ran)} trainings as planned ({cached} loaded from the cache): {_duration(seconds)} of "
                 f"training, estimated {_duration(self.estimate())}; the chapter since its plan: "
-                f"{_duration(time.perf_counter() - self.made)}, estimated {_duration(self.whole())} in all{unseen}")
+                f"{_duration(time.perf_counter() - self.made)}, estimated {_duration(self.whole())} in all")
 
 
 def _unsupervised(method: str, shape: tuple, cfg: dict, net):
@@ -539,7 +646,9 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
     if chapter not in GRIDS:
         raise ValueError(f"no plan for chapter {chapter!r}; chapters with a plan: {', '.join(GRIDS)}")
     dev = train.resolve_device(device)
-    trainings = GRIDS[chapter](cfg, n_train if n_train is not None else train_images(cfg, root))
+    # the main split's sizes; a given n_train stands for the test split too (with at most 10 classes)
+    sizes = split_sizes(cfg, root) if n_train is None else (n_train, n_train, min(10, n_train // 2))
+    trainings = GRIDS[chapter](cfg, sizes[0])
     threads = torch.get_num_threads()
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {threads} thread{'s' * (threads > 1)}"
     plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings,
@@ -557,9 +666,11 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
             plan.seconds_per_step[t.key] = probe(t.model, t.shape, t.batch, cfg["dim"] if t.model == cfg["model"]
                                                  else 2, dev, amp=cfg.get("amp", False) and image,
                                                  channels_last=cfg.get("channels_last", False) and image, **own)
+    if chapter == "foundations":  # its loops in view score the test split after every epoch: in the training time
+        return plan
+    forward = probe_forward(cfg["model"], _shape(cfg), cfg["dim"], dev, amp=cfg.get("amp", False),
+                            channels_last=cfg.get("channels_last", False))
     if cfg["dataset"] in ON_DISK:
-        forward = probe_forward(cfg["model"], _shape(cfg), cfg["dim"], dev, amp=cfg.get("amp", False),
-                                channels_last=cfg.get("channels_last", False))
-        plan.reading = reading(cfg, trainings, n_train if n_train is not None else train_images(cfg, root),
-                               forward, root)
+        plan.reading = reading(cfg, trainings, sizes[0], forward, root)
+    plan.evaluation = evaluation(cfg, trainings, sizes, dev, None if plan.reading is not None else forward)
     return plan

@@ -3,6 +3,7 @@ probe it times, and that the check fails when a notebook's grids and the plan's 
 matches each chapter's real grids is checked by the chapters themselves: their last cell runs ``Plan.check`` in
 every execution, nbval's included, and the full/colab dry runs in test_full_profile.py.)"""
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -18,6 +19,7 @@ from dml_tutorial import (
     data,
     dcdl,
     ecaml,
+    eps,
     experiment,
     losses,
     models,
@@ -74,11 +76,12 @@ def test_check_fails_when_the_chapter_ran_other_trainings_than_planned(monkeypat
         p.check()
     train.record_training("two", 0, 0.0, cached=True)
     assert p.check() == ("2 trainings as planned (1 loaded from the cache): 3 s of training, estimated 10 s; the "
-                         "chapter since its plan: 25 s, estimated 10 s in all (its evaluations of in-memory data "
-                         "are not estimated)")
+                         "chapter since its plan: 25 s, estimated 10 s in all")
     p.reading = plan.Reading(decoded=300, jpeg=0, evaluated=1000, jpeg_per_second=100.0, forward_seconds=0.01,
                              measured=True)  # 3 s decoding both splits, 10 s embedding: 13 s beyond the training
     assert p.whole() == 10 + 13 and p.check().endswith("25 s, estimated 23 s in all")
+    p.evaluation = plan.Evaluation({"final scorings": (2, 0.5), "search checkpoints": (0, 0.0)})  # 1 s more
+    assert p.whole() == 10 + 13 + 1 and p.check().endswith("25 s, estimated 24 s in all")
     train.record_training("three", 10, 3.0)
     with pytest.raises(AssertionError, match="counts 2 trainings, the notebook ran 3"):
         p.check()
@@ -289,7 +292,7 @@ def test_the_plan_prints_reading_for_jpeg_datasets_only(monkeypatch):
     assert "Reading images: 11,788 JPEG decodes (both splits once) at 100 images/s (assumed)" in text
     assert "Estimated time in all:" in text
     smoke = str(plan.make("cbswr", profiles.settings("cbswr", "smoke"), "cpu", n_train=100))
-    assert "Reading images" not in smoke and "evaluations and reading images from disk come on top" in smoke
+    assert "Reading images" not in smoke and "images embedded (" in smoke  # in memory: the evaluations embed
 
 
 def test_probe_forward_times_an_evaluation_pass():
@@ -313,3 +316,70 @@ def test_dcdl_plan_counts_the_search_of_each_rows_rate_and_length(monkeypatch):
         cfg["search_lengths"][0] * cfg["batches_per_epoch"]}
     assert {json.dumps(spec_data(t.objective), sort_keys=True) for t in search} == {
         json.dumps(spec_data(dcdl.dcdl_loss(*row[:3])), sort_keys=True) for row in dcdl.searched_rows(cfg).values()}
+
+
+def test_a_search_trial_scores_its_validation_split_every_eval_every_epochs_and_after_the_last():
+    base = dcdl.best_shot_trials(profiles.settings("dcdl", "glyphs2"), 0)[0]
+    assert "curve" in base.options
+    for epochs, every, expected in ((6, 2, 3), (6, 4, 2), (5, 1, 5), (3, 5, 1)):
+        trial = dataclasses.replace(base, settings=base.settings.replace(epochs=epochs, eval_every=every))
+        assert plan.checkpoints(trial) == expected  # {2, 4, 6}; {4, 6}; 1..5; {3}: the last
+    assert plan.checkpoints(dcdl.grid(profiles.settings("dcdl", "glyphs2"), [0])[0]) == 0  # a run of the grid
+
+
+def test_the_evaluations_are_counted_from_the_trainings_and_timed_once_each():
+    """Counted by hand: 3 runs of the chapter's model with 4 checkpoints each, 2 runs with curves over 5 epochs of
+    100 images, and a run of another model (EPS's sub-clusters: not counted); 1,000 training and 500 test images."""
+    cfg = profiles.settings("eps", "glyphs2")
+    shape = plan._shape(cfg)
+    trainings = [plan.Trainings("trials", 3, 10, 8, cfg.model, shape, checkpoints=4),
+                 plan.Trainings("curves", 2, 10, 8, cfg.model, shape, curve_runs=2, curve_images=100, epochs=5),
+                 plan.Trainings("modes", 7, 10, 8, "mlp", (2,))]
+    asked = []
+
+    def scoring(cfg, n_train, n_test, classes, device, *, probe, checkpoint, curve):
+        asked.append((n_train, n_test, classes, probe, checkpoint, curve))
+        return {"final": 2.0, "checkpoint": 0.5, "curve": 0.25}
+
+    e = plan.evaluation(cfg, trainings, (1_000, 500, 50), "cpu", forward_seconds=1e-3, scoring=scoring)
+    assert asked == [(1_000, 500, 50, False, True, True)]
+    embedded = 5 * (1_000 + 500) + 3 * 4 * 500 + 2 * 5 * 100
+    assert e.parts == {"final scorings": (5, 2.0), "search checkpoints": (12, 0.5), "curve points": (10, 0.25),
+                       "images embedded": (embedded, 1e-3)}
+    assert e.seconds() == pytest.approx(5 * 2.0 + 12 * 0.5 + 10 * 0.25 + embedded * 1e-3)
+    assert str(e).startswith("Evaluations: 5 final scorings (2 s each), 12 search checkpoints (0.5 s each)")
+    on_disk = plan.evaluation(cfg, trainings[:1], (1_000, 500, 50), "cpu", scoring=scoring)  # Reading embeds
+    assert "images embedded" not in on_disk.parts and asked[-1][-1] is False  # no curve: not timed
+
+
+def test_probe_scoring_times_the_runs_own_scoring_and_scales_beyond_its_time_box(monkeypatch):
+    """Each kind timed once through the code the runs call; a split beyond ``at_most`` costs the square of the
+    ratio (a clock that advances 1 s a reading makes every timed call last exactly 1 s)."""
+    cfg = profiles.settings("ecaml", "smoke").replace(curve_samples=50)
+    called = []
+    monkeypatch.setattr(experiment, "_measure", lambda *a, **kw: called.append(a[5]))  # its probe flag
+    clock = iter(range(100))
+    monkeypatch.setattr(plan.time, "perf_counter", lambda: next(clock))
+    out = plan.probe_scoring(cfg, 300, 200, 10, "cpu", curve=True, at_most=100)
+    assert called == [False] and out == {"final": 4.0, "checkpoint": 4.0, "curve": 1.0}  # curves: 50 images
+    assert plan.probe_scoring(cfg, 300, 50, 10, "cpu", probe=True, checkpoint=False) == {"final": 1.0}
+    assert called == [False, True]
+
+
+def test_probe_scoring_runs_the_real_scoring_on_a_cpu():
+    out = plan.probe_scoring(profiles.settings("dcdl", "smoke"), 400, 300, 10, "cpu", probe=True)
+    assert set(out) == {"final", "checkpoint"} and all(0 < v < 60 for v in out.values())
+    out = plan.probe_scoring(profiles.settings("ecaml", "smoke"), 400, 300, 10, "cpu", curve=True)
+    assert set(out) == {"final", "checkpoint", "curve"} and all(0 < v < 60 for v in out.values())
+
+
+def test_the_plan_counts_each_search_trials_checkpoints(monkeypatch):
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    monkeypatch.setattr(plan, "probe_forward", lambda *a, **kw: 1e-4)
+    monkeypatch.setattr(plan, "probe_scoring", lambda *a, **kw: {"final": 1.0, "checkpoint": 0.1, "curve": 0.0})
+    cfg = profiles.settings("eps", "glyphs2")
+    p = plan.make("eps", cfg, "cpu", n_train=2_000)
+    trials = eps.best_shot_trials(cfg, 0)  # every arm's first trials, on the characters
+    assert p.evaluation.parts["search checkpoints"] == (sum(plan.checkpoints(t) for t in trials), 0.1)
+    assert all(plan.checkpoints(t) >= 1 for t in trials)  # each trial scores at least its last epoch
+    assert "Estimated time in all:" in str(p) and "search checkpoints (0.1 s each)" in str(p)
