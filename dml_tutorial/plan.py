@@ -21,8 +21,12 @@ many classes as the training's batches hold. For a dataset of JPEG files (CUB, C
 reading them costs (:func:`reading`), which on Colab's two CPUs can exceed the training: the images decoded (both
 splits once with the profile's ``decode_once``, else every batch and every evaluation pass, at the speed of one
 loader process timed on 16 of the dataset's files, times ``workers``) and the images the evaluations embed (each
-run's two splits, ECAML's per-epoch curves) at a forward probe's speed. For in-memory data the evaluations are left
-out. :meth:`Plan.check` prints the measured training time beside the estimate.
+run's two splits, ECAML's per-epoch curves) at a forward probe's speed. Every chapter but the foundations (whose
+loop in view scores after every epoch, inside its training time) also counts its evaluations (:func:`evaluation`):
+each run's final scoring, each search trial's checkpoints and ECAML's curve points, each kind timed once through the
+runs' own scoring code at the main split's sizes (:func:`probe_scoring`), and for in-memory data the images they
+embed. :meth:`Plan.check` prints the measured training time beside the estimate, and the whole chapter's beside
+:meth:`Plan.whole`.
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ def _dcdl(cfg, n_train):  # each row's search's first trials (on a held-out face
     classes = cfg.p or (20 if cfg.dataset == "cifar100" else 10)  # every class, or p of them
 
     def timing(spec):  # each objective with its own terms: the Sinkhorn and MMD terms cost most of a smoke step
-        return supervised(spec, n_train, batch=classes * spec.options["k"], objective=spec.method, classes=classes)
+        t = supervised(spec, n_train, batch=classes * spec.options["k"], objective=spec.method, classes=classes)
+        return replace(t, curve_images=0)  # its curves: the pulls on one fixed batch, no split embedded
 
     specs = dcdl.best_shot_trials(cfg, 0) + dcdl.grid(cfg, range(cfg.n_seeds))
     return from_specs(specs, cfg, n_train, timing)
@@ -319,7 +324,7 @@ class Reading:
 
 def reading(cfg: dict, trainings: list, n_train: int, forward_seconds: float, root=data.DATA_ROOT) -> Reading | None:
     """The chapter's image reading (:class:`Reading`) when its dataset is read from JPEG files, else ``None``
-    (in-memory data: the evaluations are the training's own order of cost and the plan leaves them out). Counts
+    (in-memory data: :func:`evaluation` counts the images the evaluations embed). Counts
     only the trainings of the chapter's own model on its own images (not, e.g., EPS's even/odd MNIST runs)."""
     if cfg["dataset"] not in ON_DISK:
         return None
@@ -353,14 +358,15 @@ class Evaluation:
     :class:`Reading` counts the embedding)."""
 
     parts: dict
+    timed: dict = field(default_factory=dict)  # seconds of one evaluation of each kind (:func:`probe_scoring`)
 
     def seconds(self) -> float:
         return sum(count * each for count, each in self.parts.values())
 
     def __str__(self) -> str:
         def each(seconds):
-            return (f"{seconds * 1e3:,.2f} ms" if seconds < 0.1 else f"{seconds:.2g} s" if seconds < 90 else
-                    _duration(seconds))
+            return (f"{seconds * 1e6:,.1f} µs" if seconds < 1e-4 else f"{seconds * 1e3:,.2f} ms" if seconds < 0.1
+                    else f"{seconds:.2g} s" if seconds < 90 else _duration(seconds))
 
         said = [f"{count:,} {what} ({each(s)} each)" for what, (count, s) in self.parts.items() if count]
         return f"Evaluations: {', '.join(said) or 'none'}: {_duration(self.seconds())}"
@@ -406,19 +412,21 @@ def probe_scoring(cfg: dict, n_train: int, n_test: int, classes: int, device, *,
 
 
 def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds: float | None = None,
-               scoring=None) -> Evaluation:
+               scoring=None, seconds: dict | None = None) -> Evaluation:
     """The chapter's evaluations (:class:`Evaluation`) for its ``trainings`` of its own model on its own images
     (as :func:`reading`: not, e.g., EPS's even/odd or sub-cluster runs), its main split of ``sizes`` (training
     images, test images, test classes): each run's final scoring, each search trial's checkpoints, ECAML's curve
     points, each timed once by ``scoring`` (:func:`probe_scoring`); with ``forward_seconds`` (in-memory data) also
     the images they embed: each run's two splits, each checkpoint's test-sized split, each curve point's
-    images. The reference rows and a chapter's own extra measures (EPS's NMI+) are not counted."""
+    images; ``seconds``: those timings, already made (:meth:`Plan.add` recounts with them). The reference rows and
+    a chapter's own extra measures (EPS's NMI+, its figures' t-SNE and UMAP) are not counted."""
     n_train, n_test, classes = sizes
     own = [t for t in trainings if t.runs and t.model == cfg["model"] and t.shape == _shape(cfg)]
     finals, checks = sum(t.runs for t in own), sum(t.runs * t.checkpoints for t in own)
     points = sum(t.curve_runs * t.epochs for t in own)
-    seconds = (scoring or probe_scoring)(cfg, n_train, n_test, classes, device, probe=cfg["chapter"] == "dcdl",
-                      checkpoint=bool(checks), curve=bool(points))
+    if seconds is None:
+        seconds = (scoring or probe_scoring)(cfg, n_train, n_test, classes, device, probe=cfg["chapter"] == "dcdl",
+                                             checkpoint=bool(checks), curve=bool(points))
     parts = {"final scorings": (finals, seconds["final"]),
              "search checkpoints": (checks, seconds.get("checkpoint", 0.0)),
              "curve points": (points, seconds.get("curve", 0.0))}
@@ -426,7 +434,7 @@ def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds
         embedded = finals * (n_train + n_test) + checks * n_test + sum(t.curve_runs * t.epochs * t.curve_images
                                                                        for t in own)
         parts["images embedded"] = (embedded, forward_seconds)
-    return Evaluation(parts)
+    return Evaluation(parts, seconds)
 
 
 def _jpeg_speed(cfg: dict, root, files: int = 16) -> tuple[float, bool]:
@@ -559,6 +567,7 @@ class Plan:
     start: int = 0  # the recorder's trainings when the plan was made
     reading: Reading | None = None  # datasets of JPEG files: decoding and evaluation passes
     evaluation: Evaluation | None = None  # the runs' scorings, checkpoints and curves (and embedding, in memory)
+    recount: object = field(default=None, repr=False, compare=False)  # trainings -> Evaluation, after add()
     made: float = field(default_factory=time.perf_counter)  # when: check() compares the chapter's time since
 
     @property
@@ -618,6 +627,8 @@ class Plan:
             raise ValueError(f"a section's count is 0 or more, got {runs} for {section!r}")
         if runs:
             self.trainings.append(replace(base, section=section, runs=runs))
+            if self.recount is not None:  # the walks' trials score their checkpoints too
+                self.evaluation = self.recount(self.trainings)
 
     def check(self) -> str:
         """The trainings run since the plan was made (the current recorder's, cached runs included) against the
@@ -672,5 +683,8 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
                             channels_last=cfg.get("channels_last", False))
     if cfg["dataset"] in ON_DISK:
         plan.reading = reading(cfg, trainings, sizes[0], forward, root)
-    plan.evaluation = evaluation(cfg, trainings, sizes, dev, None if plan.reading is not None else forward)
+    embeds = None if plan.reading is not None else forward  # Reading counts the embedding of JPEG datasets
+    plan.evaluation = evaluation(cfg, trainings, sizes, dev, embeds)
+    plan.recount = partial(lambda timed, t: evaluation(cfg, t, sizes, dev, embeds, seconds=timed),
+                           plan.evaluation.timed)
     return plan

@@ -146,9 +146,10 @@ def test_dcdl_plan_times_each_objective_with_its_own_terms(monkeypatch):
     objectives = {json.dumps(spec_data(s.method), sort_keys=True) for s in specs}
     assert len(probed) == len(objectives) and all(kw["classes"] == 10 for kw in probed)
     assert {json.dumps(spec_data(kw["loss_fn"]), sort_keys=True) for kw in probed} == objectives
-    with_w = next(t for t in p.trainings if t.section == "Tables 1/4 (L_Trip + L^W, clean)")
+    with_w = next(t for t in p.trainings if t.section.startswith("Tables 1/4 (L_Trip + L^W, clean"))
     assert spec_data(with_w.objective) == spec_data(dcdl.dcdl_loss("trip", "W"))
-    assert with_w.batch == 10 * dcdl.SAMPLES_PER_CLASS["trip"] and with_w.curve_runs == cfg.n_seeds
+    # its curves are the pulls on one fixed batch: no split embedded, no curve point counted
+    assert with_w.batch == 10 * dcdl.SAMPLES_PER_CLASS["trip"] and with_w.curve_runs == 0
     real = plan.probe("mlp", (1, 8, 8), 100, 16, "cpu", steps=1, loss_fn=with_w.objective, classes=10)
     assert real > 0
 
@@ -383,3 +384,20 @@ def test_the_plan_counts_each_search_trials_checkpoints(monkeypatch):
     assert p.evaluation.parts["search checkpoints"] == (sum(plan.checkpoints(t) for t in trials), 0.1)
     assert all(plan.checkpoints(t) >= 1 for t in trials)  # each trial scores at least its last epoch
     assert "Estimated time in all:" in str(p) and "search checkpoints (0.1 s each)" in str(p)
+
+
+def test_the_walks_added_after_the_search_are_evaluated_too(monkeypatch):
+    """A search's walk adds trials once known (Plan.add): their checkpoints join the evaluations, at the timings
+    made with the plan (nothing timed again)."""
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    monkeypatch.setattr(plan, "probe_forward", lambda *a, **kw: 1e-4)
+    timed = []
+    monkeypatch.setattr(plan, "probe_scoring", lambda *a, **kw: timed.append(1) or {"final": 1.0, "checkpoint": 0.1})
+    cfg = profiles.settings("dcdl", "glyphs2")
+    p = plan.make("dcdl", cfg, "cpu", n_train=1_000)
+    before = p.evaluation.parts["search checkpoints"][0]
+    trial = next(t for t in p.trainings if t.section.startswith(dcdl.BEST_SHOT))
+    p.add("the searches' walks", 3, like=dcdl.BEST_SHOT)
+    assert p.evaluation.parts["search checkpoints"] == (before + 3 * trial.checkpoints, 0.1) and timed == [1]
+    assert p.evaluation.parts["final scorings"][0] == p.runs
+    assert p.evaluation.parts["curve points"][0] == 0  # DCDL's curves: its pulls on one batch, nothing embedded
