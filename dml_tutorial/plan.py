@@ -41,7 +41,7 @@ from types import SimpleNamespace
 import numpy as np
 import torch
 
-from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, losses, models, recorder, train
+from . import bench, clustering, data, dcdl, ecaml, eps, guarantees, losses, models, pretrain, recorder, train
 from .data.download import SOURCES
 from .experiment import CURVE_SAMPLES
 from .spec import fingerprint
@@ -437,6 +437,22 @@ def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds
     return Evaluation(parts, seconds)
 
 
+def starts_to_build(cfg: dict, seeds, root=data.DATA_ROOT) -> Trainings | None:
+    """The pretrained starts (:mod:`dml_tutorial.pretrain`) the chapter's runs of ``seeds`` load and that are not
+    under ``root`` yet, which the first run builds (a per-seed start once per seed: issue #86): one softmax
+    pre-training each, of the start's own steps and batch; ``None`` where every start is here or none applies.
+    Not a training of the chapter's grid (:meth:`Plan.check` does not count it)."""
+    if not pretrain.applies(cfg):
+        return None
+    start = pretrain.STARTS[cfg["start"]]
+    files = {pretrain.resolved(cfg["start"], s)[0] for s in seeds}
+    missing = [f for f in sorted(files) if not pretrain.start_paths(f, root)[0].exists()]
+    if not missing:
+        return None
+    return Trainings("pretrained starts to build first", len(missing), start["steps"], start["p"] * start["k"],
+                     start["model"], _shape(cfg), classes=start["p"])
+
+
 def _jpeg_speed(cfg: dict, root, files: int = 16) -> tuple[float, bool]:
     """JPEGs decoded per second by the chapter's ``workers`` loader processes (at least one, at most the CPUs):
     one process timed on ``files`` of the dataset's own images when they are here, else :data:`JPEG_PER_SECOND`."""
@@ -568,6 +584,7 @@ class Plan:
     reading: Reading | None = None  # datasets of JPEG files: decoding and evaluation passes
     evaluation: Evaluation | None = None  # the runs' scorings, checkpoints and curves (and embedding, in memory)
     recount: object = field(default=None, repr=False, compare=False)  # trainings -> Evaluation, after add()
+    building: Trainings | None = None  # the pretrained starts the first run builds (:func:`starts_to_build`)
     made: float = field(default_factory=time.perf_counter)  # when: check() compares the chapter's time since
 
     @property
@@ -587,7 +604,12 @@ class Plan:
         images are read from JPEG files, the decoding and embedding beyond the training (:meth:`Reading.seconds`)."""
         training = self.estimate()
         return (training + (self.reading.seconds(training) if self.reading is not None else 0.0)
-                + (self.evaluation.seconds() if self.evaluation is not None else 0.0))
+                + (self.evaluation.seconds() if self.evaluation is not None else 0.0) + self.building_seconds())
+
+    def building_seconds(self) -> float:
+        """Seconds of the starts to build first (:attr:`building`) at the probe's speed."""
+        b = self.building
+        return 0.0 if b is None else b.runs * b.steps * self.seconds_per_step[b.key]
 
     def __str__(self) -> str:
         lines = [f"Plan of the {self.chapter} chapter, {self.profile} profile, on {self.device}", "Downloads:"]
@@ -609,7 +631,10 @@ class Plan:
                          f"each): {_duration(r.seconds(self.estimate()))} beyond the training")
         if self.evaluation is not None:
             lines.append(str(self.evaluation))
-        if self.reading is not None or self.evaluation is not None:
+        if (b := self.building) is not None:
+            lines.append(f"Pretrained starts to build first (once on this machine, then kept under data/): {b.runs} x "
+                         f"{b.steps:,} steps of {b.batch} inputs ({b.model}): {_duration(self.building_seconds())}")
+        if self.reading is not None or self.evaluation is not None or b is not None:
             lines.append(f"Estimated time in all: {_duration(self.whole())}")
         return "\n".join(lines)
 
@@ -651,9 +676,11 @@ def _unsupervised(method: str, shape: tuple, cfg: dict, net):
     return clustering.make_objective(method, net, shape, cfg)
 
 
-def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: int | None = None) -> Plan:
+def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: int | None = None,
+         seeds=None) -> Plan:
     """The plan of ``chapter`` under ``cfg`` (:func:`dml_tutorial.profiles.settings`) on ``device``: downloads,
-    trainings (:data:`GRIDS`) and one probe (:func:`probe`) per distinct model and batch shape."""
+    trainings (:data:`GRIDS`), the pretrained starts its runs of ``seeds`` (default ``0 .. n_seeds - 1``) build
+    first, its evaluations, and one probe (:func:`probe`) per distinct model and batch shape."""
     if chapter not in GRIDS:
         raise ValueError(f"no plan for chapter {chapter!r}; chapters with a plan: {', '.join(GRIDS)}")
     dev = train.resolve_device(device)
@@ -664,7 +691,8 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else f"CPU, {threads} thread{'s' * (threads > 1)}"
     plan = Plan(chapter, cfg["profile"], name, downloads(cfg, root), trainings,
                 start=len(recorder.current().trainings))
-    for t in trainings:
+    plan.building = starts_to_build(cfg, range(cfg["n_seeds"]) if seeds is None else seeds, root)
+    for t in trainings + ([plan.building] if plan.building else []):
         if t.runs and t.key not in plan.seconds_per_step:
             image = len(t.shape) == 3 and t.shape[-1] >= 32
             own = {"hidden": cfg.get("hidden")} if t.model == cfg["model"] else {}

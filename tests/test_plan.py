@@ -401,3 +401,29 @@ def test_the_walks_added_after_the_search_are_evaluated_too(monkeypatch):
     assert p.evaluation.parts["search checkpoints"] == (before + 3 * trial.checkpoints, 0.1) and timed == [1]
     assert p.evaluation.parts["final scorings"][0] == p.runs
     assert p.evaluation.parts["curve points"][0] == 0  # DCDL's curves: its pulls on one batch, nothing embedded
+
+
+def test_the_plan_counts_the_pretrained_starts_the_first_run_builds(tmp_path, monkeypatch):
+    """Test bed II's per-seed start (issue #86) is built once per seed on a machine that lacks it: the plan counts
+    those not under the data root, at the start's own steps and batch, outside the grid's count."""
+    from dml_tutorial import pretrain
+
+    cfg = profiles.settings("eps", "glyphs2")
+    start = pretrain.STARTS[cfg.start]
+    missing = plan.starts_to_build(cfg, [3, 4, 4], root=tmp_path)  # seeds 3 and 4: two starts
+    assert (missing.runs, missing.steps, missing.batch, missing.model) == (2, start["steps"], start["p"] * start["k"],
+                                                                           start["model"])
+    weights, _ = pretrain.start_paths(pretrain.resolved(cfg.start, 3)[0], tmp_path)
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"")  # seed 3's start is here
+    assert plan.starts_to_build(cfg, [3, 4], root=tmp_path).runs == 1
+    assert plan.starts_to_build(cfg, [3], root=tmp_path) is None
+    assert plan.starts_to_build(profiles.settings("dcdl", "glyphs2"), [0], root=tmp_path) is None  # from scratch
+    monkeypatch.setattr(plan, "probe", lambda *a, **kw: 0.01)
+    monkeypatch.setattr(plan, "probe_forward", lambda *a, **kw: 1e-4)
+    monkeypatch.setattr(plan, "probe_scoring", lambda *a, **kw: {"final": 1.0, "checkpoint": 0.1})
+    p = plan.make("eps", cfg, "cpu", root=tmp_path, n_train=1_000, seeds=[4])
+    assert p.building.runs == 1 and p.building_seconds() == start["steps"] * 0.01
+    assert p.whole() == pytest.approx(p.estimate() + p.evaluation.seconds() + start["steps"] * 0.01)
+    assert "Pretrained starts to build first (once on this machine, then kept under data/): 1 x 1,000 steps" in str(p)
+    assert p.runs == sum(t.runs for t in p.trainings)  # not one of the grid's trainings
