@@ -426,17 +426,6 @@ class Start(NamedTuple):
                  *([f"batches of {batch}"] if batch else []), f"seeds: {self.seeds}", f"device: {self.device}"]
         return " | ".join(parts + ([f"paper: {self.paper}"] if self.paper else []))
 
-    def record(self, table, measured: dict, paper: dict | None = None, *, caption: str | None = None,
-               seeds: list | None = None, **options):
-        """:func:`dml_tutorial.report.record` of this start's settings, seeds (or ``seeds``) and device, with
-        ``caption`` printed above the table; ``options``: its ``choices`` and ``digits``."""
-        from . import report  # here: the command line reads the profiles without loading torch
-
-        if caption:
-            print(caption)
-        return report.record(table, measured, paper, cfg=self.cfg, seeds=self.seeds if seeds is None else seeds,
-                             device=self.device, **options)
-
 
 def begin(chapter: str, profile: str = "auto", changes: dict | None = None, seed: int = 0, device="auto",
           runs=None, **overrides) -> Start:

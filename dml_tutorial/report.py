@@ -94,6 +94,19 @@ def record(table: Table | str, measured: dict, paper: dict | None = None, *, cfg
     return styled(results_table(measured, paper, digits))
 
 
+def record_for(start, table: Table | str, measured: dict, paper: dict | None = None, *, caption: str | None = None,
+               seeds: list | None = None, **options):
+    """:func:`record` of a chapter's ``start`` (:func:`dml_tutorial.profiles.begin`: its settings, its seeds or
+    ``seeds``, its device), with ``caption`` printed above the table; ``options``: ``choices`` and ``digits``.
+
+        report.record_for(start, tables.EPS_MAIN, scores, eps.REPORTED["CUB"], caption="unseen classes, in %")
+    """
+    if caption:
+        print(caption)
+    return record(table, measured, paper, cfg=start.cfg, seeds=start.seeds if seeds is None else seeds,
+                  device=start.device, **options)
+
+
 def _constant(id: str) -> str:
     """The name of the :mod:`dml_tutorial.tables` constant of the declared table ``id``."""
     return next(name for name, value in vars(declared).items() if value is TABLES[id])

@@ -73,7 +73,7 @@ def test_one_altered_output_fails(tmp_path, truncated):
 
 
 def test_a_real_change_in_a_trained_table_fails(tmp_path):
-    nb = _truncated_copy(json.loads(CHAPTER.read_text()), lambda cell: "report.record(" in "".join(cell["source"]))
+    nb = _truncated_copy(json.loads(CHAPTER.read_text()), lambda cell: "report.record_for(" in "".join(cell["source"]))
     params = next(c for c in nb["cells"] if "parameters" in c["metadata"].get("tags", []))
     source = "".join(params["source"])
     assert "SETTINGS = None" in source

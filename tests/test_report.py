@@ -480,22 +480,22 @@ def test_a_tree_with_chapters_re_executed_in_place_is_still_the_commit(tmp_path)
     assert report.git_commit(tmp_path) == head + "-dirty"
 
 
-def test_a_start_records_with_its_own_settings_seeds_and_device_and_prints_the_caption_first(monkeypatch, tmp_path,
-                                                                                              capsys):
-    """profiles.Start.record, the chapters' one way to record a table: report.record with the start's settings,
-    seeds (or the seeds it is given) and device, its caption printed above the table."""
+def test_record_for_a_start_uses_its_settings_seeds_and_device_and_prints_the_caption_first(monkeypatch, tmp_path,
+                                                                                             capsys):
+    """report.record_for, the chapters' one way to record a table: report.record with the start's settings, seeds
+    (or the seeds it is given) and device, its caption printed above the table."""
     from dml_tutorial import profiles
 
     path = tmp_path / "tables.jsonl"
     monkeypatch.setenv(report.ENV, str(path))
     start = profiles.begin("eps", "smoke", {"epochs": 2}, seed=5, device="cpu")
     measured = {"r": {"R@1": [0.5, 0.6, 0.7]}}
-    shown = start.record("T", measured, {"r": {"R@1": 61.0}}, caption="the caption", choices={"head": "linear"})
-    start.record("T2", {"r": {"R@1": [0.5]}}, seeds=start.seeds[:1])
+    shown = report.record_for(start, "T", measured, {"r": {"R@1": 61.0}}, caption="the caption", choices={"head": "linear"})
+    report.record_for(start, "T2", {"r": {"R@1": [0.5]}}, seeds=start.seeds[:1])
     assert capsys.readouterr().out == "the caption\n"
     pd.testing.assert_frame_equal(shown.data, plots.results_table(measured, {"r": {"R@1": 61.0}}))
     first, second = (json.loads(line) for line in path.read_text().splitlines())
     assert first["seeds"] == [5, 6, 7] and second["seeds"] == [5] and first["device"].startswith("cpu: ")
     assert first["settings"] == json.loads(json.dumps(start.cfg.to_dict())) and first["choices"] == {"head": "linear"}
     with pytest.raises(ValueError, match="declared table"):  # report.record's own checks still apply
-        start.record(tables.EPS_MAIN.title, measured)
+        report.record_for(start, tables.EPS_MAIN.title, measured)
