@@ -713,6 +713,6 @@ def make(chapter: str, cfg: dict, device="auto", root=data.DATA_ROOT, n_train: i
         plan.reading = reading(cfg, trainings, sizes[0], forward, root)
     embeds = None if plan.reading is not None else forward  # Reading counts the embedding of JPEG datasets
     plan.evaluation = evaluation(cfg, trainings, sizes, dev, embeds)
-    plan.recount = partial(lambda timed, t: evaluation(cfg, t, sizes, dev, embeds, seconds=timed),
-                           plan.evaluation.timed)
+    timed = plan.evaluation.timed  # the walks' trials are counted at these timings, not timed again
+    plan.recount = lambda counted: evaluation(cfg, counted, sizes, dev, embeds, seconds=timed)
     return plan
