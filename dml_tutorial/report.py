@@ -802,6 +802,21 @@ def seed_lines(chapter: str, table: str, rows: list[str], columns: list[str], pr
     """Draw one recorded table of ``chapter``'s ``profile`` runs seed by seed (:func:`dml_tutorial.plots.
     paired_seeds`): a panel per column, the ``rows`` on each; returns the figure, or ``None`` (and says so) when
     the table is not recorded."""
+    cells = {column: {row: (row, column) for row in rows} for column in columns}
+    return _seed_figure(chapter, table, cells, profile, ylabel, results)
+
+
+def seed_panels(chapter: str, table: str, panels: dict[str, dict[str, str]], column: str,
+                profile: str = "glyphs2", ylabel: str = "R@1 (%)", results: Path = RESULTS):
+    """As :func:`seed_lines`, one ``column`` of the table and a panel per entry of ``panels`` (``{panel title:
+    {tick label: recorded row}}``): each panel its own rows, e.g. one loss without and with a term."""
+    cells = {panel: {tick: (row, column) for tick, row in ticks.items()} for panel, ticks in panels.items()}
+    return _seed_figure(chapter, table, cells, profile, ylabel, results)
+
+
+def _seed_figure(chapter, table, cells: dict, profile: str, ylabel: str, results: Path):
+    """``cells``: ``{panel: {tick: (row, column)}}`` of the recorded ``table``, drawn by
+    :func:`dml_tutorial.plots.paired_seeds`."""
     from IPython.display import Markdown, display
 
     from . import plots
@@ -810,11 +825,12 @@ def seed_lines(chapter: str, table: str, rows: list[str], columns: list[str], pr
     if not measured:
         display(Markdown(f"*No {profile} run of {chapter} has recorded the table {table!r} yet.*"))
         return None
-    seeds = len(measured[rows[0]][columns[0]])
+    panels = {panel: {tick: measured[row][column] for tick, (row, column) in ticks.items()}
+              for panel, ticks in cells.items()}
+    seeds = len(next(iter(next(iter(panels.values())).values())))
     where = SUMMARY_SCALES.get(profile, profile)
-    return plots.paired_seeds({column: {row: measured[row][column] for row in rows} for column in columns},
-                              f"{where[:1].upper()}{where[1:]}, {seeds} seeds: each grey line is one seed's run",
-                              ylabel)
+    return plots.paired_seeds(panels, f"{where[:1].upper()}{where[1:]}, {seeds} seeds: each grey line is one "
+                              "seed's run", ylabel)
 
 
 def figure(chapter: str, name: str, profile: str = "glyphs2", results: Path = RESULTS) -> None:

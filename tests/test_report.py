@@ -451,6 +451,31 @@ def test_seed_lines_and_figure_show_a_recorded_run_in_view(tmp_path, monkeypatch
                                             "*No glyphs2 run of dcdl has recorded the figure 'nothing' yet.*"]
 
 
+def test_seed_panels_draw_each_panel_its_own_rows_of_one_column(tmp_path):
+    """ECAML's picture: a panel per loss, each with its own rows (the loss alone, with EC), one column; the seeds'
+    lines in the runs' seed order and their mean, the panel's ticks the labels given, not the recorded names."""
+    folder = tmp_path / "ecaml"
+    folder.mkdir()
+    by_seed = {0: {"Triplet": 0.70, "EC(Tri)": 0.60, "N-Pair": 0.50, "EC(N-Pair)": 0.55},
+               1: {"Triplet": 0.80, "EC(Tri)": 0.80, "N-Pair": 0.40, "EC(N-Pair)": 0.65}}
+    for seed, rows in by_seed.items():
+        table = {"table": "main", "seeds": [seed], "measured": {r: {"R@1": [v], "NMI": [0.0]} for r, v in rows.items()},
+                 "paper": {}}
+        run = {**_run([seed], [0.5], f"2026-12-0{seed + 1}", chapter="ecaml"), "profile": "glyphs2", "tables": [table]}
+        (folder / f"glyphs2_seed-{seed}.json").write_text(json.dumps(run))
+    panels = {"Triplet": {"alone": "Triplet", "with EC": "EC(Tri)"}, "N-Pair": {"alone": "N-Pair", "with EC": "EC(N-Pair)"}}
+    fig = report.seed_panels("ecaml", "main", panels, "R@1", results=tmp_path)
+    assert [ax.get_title() for ax in fig.axes[:2]] == ["Triplet", "N-Pair"]
+    for ax, (alone, with_ec) in zip(fig.axes, (("Triplet", "EC(Tri)"), ("N-Pair", "EC(N-Pair)"))):
+        *seeds, mean = ax.lines
+        assert np.allclose([line.get_ydata() for line in seeds],
+                           [[100 * by_seed[s][alone], 100 * by_seed[s][with_ec]] for s in (0, 1)])
+        assert list(mean.get_ydata()) == pytest.approx([100 * np.mean([by_seed[s][r] for s in (0, 1)])
+                                                        for r in (alone, with_ec)])
+        assert [t.get_text() for t in ax.get_xticklabels()] == ["alone", "with EC"]
+    plt.close(fig)
+
+
 def test_a_tree_with_chapters_re_executed_in_place_is_still_the_commit(tmp_path):
     """`dml-tutorial run a` then `run b`: b's record must name the commit, not ``-dirty`` because a's outputs
     changed; an edited cell source, or any other file, makes the tree dirty."""
