@@ -67,9 +67,6 @@ WHY = {
          "can decide."),
     ],
     "ecaml": [
-        ("On test bed II (a pretrained ConvNet fine-tuned on about a hundred characters, the paper's regime) each "
-         "compared row's rate, length and EC weight were chosen on held-out characters, EC off always a "
-         "candidate; each seed drew its own split, faces and start."),
         ("For the triplet loss the held-out characters switched EC off on most seeds (the two rows are then the "
          "same run) and kept the paper's weight on the others, where the unseen characters lost recall: hence a "
          "wide interval. At the paper's weight EC lowers the triplet loss's unseen recall on every seed: "
