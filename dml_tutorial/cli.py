@@ -9,7 +9,8 @@
   resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
   a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
-  run in progress (``data/pending/``, data/README.md).
+  run in progress (``data/pending/``, data/README.md), and the run in progress keeps its finished trainings
+  (:func:`point_runs`), so that resuming it loads them instead of training them again.
 - ``land GRID.yaml`` moves such a sweep's run files from ``data/pending/`` into ``data/results/`` once every point has
   one, all made from clean commits of this history under the same settings, replacing the profile's old runs; it
   stages the move and commits nothing.
@@ -30,6 +31,7 @@ import argparse
 import ast
 import contextlib
 import datetime
+import functools
 import itertools
 import json
 import os
@@ -233,12 +235,30 @@ def _devices(option: str | None, spec: dict) -> list[str | None]:
 
 
 def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Path]:
-    """The ``dml-tutorial run`` of one sweep point, and its log file: the same on every executor."""
+    """The ``dml-tutorial run`` of one sweep point, and its log file: the same on every executor. A chapter with a
+    ``RUNS`` parameter that the grid does not set keeps the point's finished trainings in :func:`point_runs`."""
     log = args.output / chapter / f"{rid}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
            "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
+    if "RUNS" not in params and _takes_runs(chapter):
+        params = {**params, "RUNS": str(point_runs(args.output, chapter, rid))}
     return cmd + _arguments(params), log
+
+
+def point_runs(output: Path, chapter: str, rid: str) -> Path:
+    """Where a sweep point keeps its finished trainings (the notebook's run cache, ``RUNS``) while it runs: a point
+    stopped part-way (a session's end, a pre-empted job, Ctrl-C) loads them when the sweep resumes it, instead of
+    training them again, and records the same tables (``dml_tutorial.experiment``'s cache is keyed on each run's
+    settings and seed). Removed once the point's run file is written."""
+    return output / chapter / f"{rid}.runs"
+
+
+@functools.cache
+def _takes_runs(chapter: str) -> bool:
+    import papermill as pm
+
+    return "RUNS" in pm.inspect_notebook(str(chapters()[chapter]))
 
 
 class _Stop(Exception):
@@ -458,8 +478,10 @@ def _sweep(args, parser) -> int:
                 done += code == 0
                 if code:
                     failed.append(f"{futures[future]} (exit {code}, log: {log})")
-                elif args.commit and (why := commit_run(args.results / chapter / f"{futures[future]}.json")):
+                    continue
+                if args.commit and (why := commit_run(args.results / chapter / f"{futures[future]}.json")):
                     print(f"warning: {futures[future]} finished but was not committed: {why}", file=sys.stderr)
+                shutil.rmtree(point_runs(args.output, chapter, futures[future]), ignore_errors=True)
     except _Stop as stop:
         print(f"{chapter}: stopped by {stop.name}; {done} of {len(todo)} runs finished, the runs in progress were "
               "stopped (their logs kept); the same command resumes", file=sys.stderr)
@@ -506,6 +528,9 @@ def _sweep_slurm(args, parser, chapter: str, points: list) -> int:
         now = slurm.states(chapter, run_ids, args.results, args.output)
     if args.wait:
         now = slurm.wait(chapter, run_ids, args.results, args.output, poll=args.poll)
+    for rid, (state, _) in now.items():
+        if state == "done":  # its run file is written: its trainings are not needed again
+            shutil.rmtree(point_runs(args.output, chapter, rid), ignore_errors=True)
     _print_states(chapter, now)
     return 1 if any(state in ("failed", "cancelled") for state, _ in now.values()) else 0
 

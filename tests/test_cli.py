@@ -16,7 +16,7 @@ import pytest
 from dml_tutorial import chapters, cli
 from dml_tutorial.profiles import PROFILE_NAMES
 
-PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""'
+PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""\nRUNS = None'
 BODY = """import os
 import time
 
@@ -31,7 +31,14 @@ report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 
               device="cpu")
 report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
               device="cpu")
-if FAIL:  # after two tables: a run that fails late has measured something; a message over lines, a call too
+if RUNS:  # the run cache: the first training is kept there, and loaded when the point runs again
+    import pathlib
+    kept = pathlib.Path(RUNS) / f"first-training-seed{SEED}.pt"
+    loaded = kept.exists()
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    kept.touch()
+    report.record("Cache", {"first training": {"loaded": [float(loaded)]}}, cfg=cfg, seeds=[SEED], device="cpu")
+if FAIL or os.environ.get("TOY_FAIL"):  # after two tables: a run that fails late has measured something; a message over lines, a call too
     raise RuntimeError(
         "asked to fail:\\nfirst try, got:\\n<no network>\\n"
     )
@@ -131,6 +138,29 @@ def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     assert not files[0].exists()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
+
+
+def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_once_it_is_done(folder, monkeypatch):
+    """Each point keeps its trainings in its own run cache (``RUNS``): a point that stopped after its first
+    training (here a failure; a session's end in practice) loads it when the sweep runs it again; once its run
+    file is written the cache is removed. A grid that sets RUNS itself keeps its folder."""
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [3]\n")
+    results, output = folder / "results", folder / "runs"
+    argv = ["sweep", str(grid), "--results", str(results), "--output", str(output)]
+    cache = cli.point_runs(output, "toy", "smoke_seed-3")
+    monkeypatch.setenv("TOY_FAIL", "1")  # the run stops after its first training
+    assert cli.main(argv) == 1
+    assert (cache / "first-training-seed3.pt").exists()  # what the stopped point finished is kept
+    monkeypatch.delenv("TOY_FAIL")
+    assert cli.main(argv) == 0
+    run = json.loads((results / "toy" / "smoke_seed-3.json").read_text())
+    assert run["tables"][2]["measured"] == {"first training": {"loaded": [1.0]}}  # loaded, not trained again
+    assert run["parameters"]["RUNS"] == str(cache) and f"-p RUNS {cache}" in run["command"]
+    assert not cache.exists()  # the point is done: its trainings are not needed again
+    own = folder / "drive"
+    grid = _grid(folder, f"chapter: toy\nprofile: smoke\nparameters: {{RUNS: '{own}'}}\ngrid:\n  SEED: [4]\n")
+    assert cli.main(["sweep", str(grid), *argv[2:]]) == 0
+    assert (own / "first-training-seed4.pt").exists() and not cli.point_runs(output, "toy", "smoke_seed-4").exists()
 
 
 def _repo(folder, monkeypatch) -> Path:
