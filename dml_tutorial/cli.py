@@ -242,7 +242,7 @@ def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Pat
     cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
            "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
     if "RUNS" not in params and _takes_runs(chapter):
-        params = {**params, "RUNS": str(point_runs(args.output, chapter, rid))}
+        params = {**params, "RUNS": str(point_runs(args.output, chapter, rid).resolve())}  # the kernel's cwd differs
     return cmd + _arguments(params), log
 
 

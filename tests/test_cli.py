@@ -145,9 +145,11 @@ def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_o
     training (here a failure; a session's end in practice) loads it when the sweep runs it again; once its run
     file is written the cache is removed. A grid that sets RUNS itself keeps its folder."""
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [3]\n")
-    results, output = folder / "results", folder / "runs"
+    (folder / "elsewhere").mkdir()
+    monkeypatch.chdir(folder / "elsewhere")  # a relative --output, while the kernel runs in the repository's root
+    results, output = folder / "results", Path("runs")
     argv = ["sweep", str(grid), "--results", str(results), "--output", str(output)]
-    cache = cli.point_runs(output, "toy", "smoke_seed-3")
+    cache = cli.point_runs(output, "toy", "smoke_seed-3").resolve()
     monkeypatch.setenv("TOY_FAIL", "1")  # the run stops after its first training
     assert cli.main(argv) == 1
     assert (cache / "first-training-seed3.pt").exists()  # what the stopped point finished is kept
