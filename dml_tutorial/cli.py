@@ -54,6 +54,9 @@ from .profiles import PROFILE_NAMES
 from .protocol import MACHINE
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
+#: Notebook parameters that say where things are kept, not what runs (a sweep point's run cache, a mounted Drive
+#: folder, the datasets' folder): left out of a run file's parameters and command, which another machine re-runs.
+LOCATIONS = ("RUNS", "DATA_ROOT")
 
 
 def _value(text: str):
@@ -95,7 +98,8 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
 
     out.parent.mkdir(parents=True, exist_ok=True)
     kept_tables(out).unlink(missing_ok=True)  # an earlier failure's, which this run replaces
-    command = shlex.join(["dml-tutorial", "run", name] + _arguments(params))
+    what = {key: value for key, value in params.items() if key not in LOCATIONS}  # what ran, not where it kept things
+    command = shlex.join(["dml-tutorial", "run", name] + _arguments(what))
     commit = commit or report.git_commit()
     with tempfile.TemporaryDirectory() as tmp:
         recorded = Path(tmp) / "tables.jsonl"
@@ -124,7 +128,7 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
             shutil.rmtree(folder, ignore_errors=True)
             shutil.copytree(recorded.with_suffix(".figures"), folder)
             kept = sorted(f"{folder.name}/{p.name}" for p in folder.glob("*.png"))
-        run = report.run_file(name, params, recorded, command, seconds, kept, commit=commit)
+        run = report.run_file(name, what, recorded, command, seconds, kept, commit=commit)
     results_file.parent.mkdir(parents=True, exist_ok=True)
     tmp_file = results_file.with_name(results_file.name + ".tmp")
     tmp_file.write_text(json.dumps(run, indent=1) + "\n")
