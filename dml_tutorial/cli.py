@@ -4,13 +4,14 @@
   with papermill. Without ``--output`` a notebook is executed in place, which is how the committed notebooks get
   their stored outputs. Every table the notebook records (:func:`dml_tutorial.report.record`) goes into a
   self-describing JSON file, by default next to the executed notebook (``<name>.results.json``).
-- ``sweep GRID.yaml [--devices 0,1] [--results DIR]`` runs one chapter over a parameter grid (e.g. several seeds of
-  the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
+- ``sweep GRID.yaml [--devices 0,1] [--results DIR] [--dry-run]`` runs one chapter over a parameter grid (e.g.
+  several seeds of the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
   resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
   a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
   run in progress (``data/pending/``, data/README.md), and the run in progress keeps its finished trainings
-  (:func:`point_runs`), so that resuming it loads them instead of training them again.
+  (:func:`point_runs`), so that resuming it loads them instead of training them again. ``--dry-run`` runs the
+  first point with the sweep file's ``dry_run`` parameters (tiny SETTINGS) before the sweep (:func:`dry_run`).
 - ``land GRID.yaml`` moves such a sweep's run files from ``data/pending/`` into ``data/results/`` once every point has
   one, all made from clean commits of this history under the same settings, replacing the profile's old runs; it
   stages the move and commits nothing.
@@ -53,7 +54,7 @@ from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
 from .protocol import MACHINE
 
-GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices"}
+GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices", "dry_run"}
 #: Notebook parameters that say where things are kept, not what runs (a sweep point's run cache, a mounted Drive
 #: folder, the datasets' folder): left out of a run file's parameters and command, which another machine re-runs.
 LOCATIONS = ("RUNS", "DATA_ROOT")
@@ -194,13 +195,15 @@ def failure(err: Exception) -> str:
 
 def load_grid(path: Path) -> dict:
     """Read and check a sweep file: ``chapter``, ``grid`` ({parameter: [values]}) and optionally ``profile``
-    (default ``full``), ``parameters`` (fixed for every run) and ``devices`` (GPU ids to spread runs over)."""
+    (default ``full``), ``parameters`` (fixed for every run), ``devices`` (GPU ids to spread runs over) and
+    ``dry_run`` (the parameters, e.g. tiny ``SETTINGS``, that ``sweep --dry-run`` gives the first point)."""
     import yaml
 
     spec = yaml.safe_load(Path(path).read_text()) or {}
     if not isinstance(spec, dict) or set(spec) - GRID_KEYS or "chapter" not in spec:
-        raise ValueError(f"{path}: a sweep file is a mapping with 'chapter' and 'grid' (and optionally "
-                         f"'profile', 'parameters', 'devices'); got keys {sorted(spec) if isinstance(spec, dict) else spec}")
+        raise ValueError(f"{path}: a sweep file is a mapping with 'chapter' and 'grid' (and optionally 'profile', "
+                         f"'parameters', 'devices', 'dry_run'); got keys "
+                         f"{sorted(spec) if isinstance(spec, dict) else spec}")
     if spec["chapter"] not in chapters():
         raise ValueError(f"{path}: unknown chapter {spec['chapter']!r}; known chapters: {', '.join(chapters())}")
     grid = spec.get("grid")
@@ -211,7 +214,10 @@ def load_grid(path: Path) -> dict:
     if spec["profile"] not in ("auto",) + PROFILE_NAMES:
         raise ValueError(f"{path}: profile must be 'auto' or one of {', '.join(PROFILE_NAMES)}, "
                          f"got {spec['profile']!r}")
-    params = {**spec["parameters"], **grid}
+    dry = spec.setdefault("dry_run", {})
+    if not isinstance(dry, dict) or not all(isinstance(name, str) for name in dry):
+        raise ValueError(f"{path}: 'dry_run' must map parameter names to values, got {dry!r}")
+    params = {**spec["parameters"], **grid, **spec["dry_run"]}
     check_parameters(chapters()[spec["chapter"]], params)
     return spec
 
@@ -424,11 +430,39 @@ def _land(args, parser) -> int:
     return 0
 
 
+def dry_run(spec: dict, output: Path) -> int:
+    """``sweep --dry-run``: the grid's first point with the sweep file's ``dry_run`` parameters (tiny SETTINGS:
+    every cell of the chapter's path on this profile, in minutes), run as a sweep runs it into
+    ``<output>/<chapter>/dry-run/`` with its run file there, never into the results; says how long it took and how
+    many tables it recorded. Returns the run's exit status."""
+    if not spec["dry_run"]:
+        print("error: the sweep file gives no dry_run parameters (e.g. dry_run: {SETTINGS: {epochs: 1}})",
+              file=sys.stderr)
+        return 2
+    chapter, (rid, params) = spec["chapter"], sweep_points(spec)[0]
+    folder = output / chapter / "dry-run"
+    result = folder / f"{rid}.json"
+    result.unlink(missing_ok=True)
+    print(f"{chapter}: a dry run of {rid} with {spec['dry_run']}", flush=True)
+    cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(folder), "--results", str(result),
+           "--figures", *_arguments({**params, **spec["dry_run"]})]
+    began = time.perf_counter()
+    if code := subprocess.run(cmd, check=False).returncode:
+        print(f"error: the dry run failed (exit {code}): the sweep would fail the same way", file=sys.stderr)
+        return code
+    tables = len(json.loads(result.read_text())["tables"])
+    print(f"{chapter}: the dry run passed in {time.perf_counter() - began:.0f} s, {tables} tables recorded "
+          f"({result})", flush=True)
+    return 0
+
+
 def _sweep(args, parser) -> int:
     try:
         spec = load_grid(args.grid)
     except (ValueError, OSError) as err:
         parser.error(str(err))
+    if args.dry_run:
+        return dry_run(spec, args.output)
     if args.commit and args.executor == "slurm":
         parser.error("--commit works with the local executor (a SLURM job's run file is committed by hand)")
     if args.commit and not args.status and (why := check_committable(args.results)):
@@ -643,6 +677,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")
     sweep.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
+    sweep.add_argument("--dry-run", action="store_true",
+                       help="run the grid's first point with the sweep file's dry_run parameters (tiny SETTINGS) "
+                            "into --output, not --results: every cell of the path, in minutes, before the sweep")
     sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, pending, "
                        "failed, cancelled, not submitted) and run nothing")
     sweep.add_argument("--commit", action="store_true",

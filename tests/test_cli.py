@@ -174,6 +174,25 @@ def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_o
     assert (own / "first-training-seed4.pt").exists() and not cli.point_runs(output, "toy", "smoke_seed-4").exists()
 
 
+def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_records_no_result(folder, capsys):
+    """``sweep --dry-run``: the rule "dry-run a profile with tiny SETTINGS before its sweep" as one command, the
+    tiny parameters kept in the sweep file (``dry_run``) rather than in a comment; a failure says so, and a sweep
+    file without them is refused."""
+    results, output = folder / "results", folder / "runs"
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {HOLD: ''}\ngrid:\n  SEED: [5, 6]\n")
+    argv = ["sweep", str(grid), "--results", str(results), "--output", str(output), "--dry-run"]
+    assert cli.main(argv) == 0
+    run = json.loads((output / "toy" / "dry-run" / "smoke_seed-5.json").read_text())
+    assert run["parameters"] == {"PROFILE": "smoke", "SEED": 5, "HOLD": ""} and len(run["tables"]) == 2
+    assert "the dry run passed" in capsys.readouterr().out and not results.exists()  # nothing to land
+    _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {FAIL: true}\ngrid:\n  SEED: [5]\n")
+    assert cli.main(argv) == 1 and "the dry run failed (exit 1)" in capsys.readouterr().err
+    _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [5]\n")
+    assert cli.main(argv) == 2 and "gives no dry_run parameters" in capsys.readouterr().err
+    _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {EPOCH: 1}\ngrid:\n  SEED: [5]\n")
+    assert "01_toy.ipynb has no parameter 'EPOCH'" in _fails(argv, capsys)
+
+
 def _repo(folder, monkeypatch) -> Path:
     """``folder`` made a git repository with one commit, whose .gitignore ignores ``ignored/``."""
     for key, value in {"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
