@@ -249,11 +249,15 @@ def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Pat
     ``RUNS`` parameter that the grid does not set keeps the point's finished trainings in :func:`point_runs`."""
     log = args.output / chapter / f"{rid}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(args.output / chapter / rid),
-           "--results", str(args.results / chapter / f"{rid}.json"), "--figures"]
     if "RUNS" not in params and _takes_runs(chapter):
         params = {**params, "RUNS": str(point_runs(args.output, chapter, rid).resolve())}  # the kernel's cwd differs
-    return cmd + _arguments(params), log
+    return _run_argv(chapter, args.output / chapter / rid, args.results / chapter / f"{rid}.json", params), log
+
+
+def _run_argv(chapter: str, output: Path, result: Path, params: dict) -> list[str]:
+    """``dml-tutorial run`` of ``chapter`` with ``params`` into ``output``, its run file ``result``, figures kept."""
+    return [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(output), "--results", str(result),
+            "--figures", *_arguments(params)]
 
 
 def point_runs(output: Path, chapter: str, rid: str) -> Path:
@@ -444,10 +448,8 @@ def dry_run(spec: dict, output: Path) -> int:
     result = folder / f"{rid}.json"
     result.unlink(missing_ok=True)
     print(f"{chapter}: a dry run of {rid} with {spec['dry_run']}", flush=True)
-    cmd = [sys.executable, "-m", "dml_tutorial", "run", chapter, "--output", str(folder), "--results", str(result),
-           "--figures", *_arguments({**params, **spec["dry_run"]})]
     began = time.perf_counter()
-    if code := subprocess.run(cmd, check=False).returncode:
+    if code := subprocess.run(_run_argv(chapter, folder, result, {**params, **spec["dry_run"]}), check=False).returncode:
         print(f"error: the dry run failed (exit {code}): the sweep would fail the same way", file=sys.stderr)
         return code
     tables = len(json.loads(result.read_text())["tables"])
