@@ -1,9 +1,8 @@
 """The noise chapter's experiment (Le & Odobez, *Theoretical guarantees of deep embedding losses under label
 noise*), declared once: its arms, each row's best shot, the grid of every training, and the runner.
 
-    choices = guarantees.best_shots(cfg, 0, trial_run)          # test bed II: each arm at each noise rate
-    specs = guarantees.grid(cfg, seeds, choices)
-    results = experiment.run_grid(specs, guarantees.run_spec(splits, device))
+    trained = guarantees.train(start, splits, plan=chapter_plan)  # the search, the grid, the references
+    trained.record(guarantees.recall_and_nmi)                     # section 3's table, declared below
 
 Every arm sums its hinge terms and divides by the positive pairs of the batch (eq. 4's 1/|S|): the triplet loss
 with random or fixed semi-hard negatives (the two samplers whose ranking under noise the paper reports) and the
@@ -21,15 +20,17 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from functools import partial
 
 import numpy as np
 import torch
 from scipy import stats
 
-from . import experiment, losses, search
+from . import bench, experiment, grids, losses, search, tables
 from . import noise as label_noise
 from .spec import RunSpec
+from .tables import Recorded
 
 #: The grid's tables, in the order the chapter runs them; the searches' trials are named by the first.
 BEST_SHOT, NOISE_RATES, RECIPES, CHECKPOINTS, CLEAN_START, FROM_CLEAN, SKEW = (
@@ -251,6 +252,16 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     return out
 
 
+def train(start, splits, plan=None) -> grids.TrainedGrid:
+    """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches,
+    each row's best shot on held-out seen classes (:func:`best_shots`, on ``splits``' validation split), then every
+    training of :func:`grid` and the reference rows."""
+    parts = {"main": splits}  # what the grid and the searches train on, by name
+    if start.cfg["search_lrs"]:
+        parts["validation"] = bench.validation_split(splits, held_out=start.cfg["held_out"])
+    return grids.train(sys.modules[__name__], start, run_spec(parts, start.device), splits, plan)
+
+
 # --- section 3's tables, from the grid's runs ------------------------------------------------------------------------
 def main_table(results: dict, refs: dict, rates, kinds) -> dict:
     """The chapter's main table (:data:`dml_tutorial.tables.NOISE_MAIN`), ``{row: {"p = <rate>": [one per seed]}}``,
@@ -327,6 +338,90 @@ def checkpoint_gaps(table: dict, steps, rates) -> list[str]:
     columns = list(table[f"{fixed}, p = 0"])
     return [f"random - fixed at p = {r:g} minus at p = 0, points: " + ", ".join(
         f"{s:,} steps {100 * (lead(r, c) - lead(0, c)):+.1f}" for s, c in zip(steps, columns)) for r in rates if r]
+
+
+# --- the tables section 3 records, each from the trained grid (trained.record) ---------------------------------------
+def recall_and_nmi(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.NOISE_MAIN`: each arm, its (1 - p) clean topline, the reference rows, each
+    arm's NMI (:func:`main_table`)."""
+    kinds = experiment.reference_kinds(run.cfg, run.splits)
+    rows = main_table(run.table(NOISE_RATES), run.refs, run.cfg["rates"], kinds)
+    return Recorded(tables.NOISE_MAIN, rows, caption="unseen-class Recall@1 and NMI in %, mean ± std over "
+                    f"{len(run.seeds)} seeds ({run.cfg['profile']} profile)")
+
+
+def share_of_topline(run: grids.TrainedGrid) -> Recorded:
+    """The paper's Fig. 1d, paired by seed (:func:`topline_ratios`)."""
+    return Recorded("Recall@1 as a share of the topline's (Fig. 1d)",
+                    topline_ratios(run.table(NOISE_RATES), run.cfg["rates"]))
+
+
+def other_recipes(run: grids.TrainedGrid) -> Recorded | None:
+    """Test bed II: the two triplet arms under each of ``cfg.recipes`` (:func:`by_rate`); ``None`` where the
+    profile has none."""
+    if not run.cfg["recipes"]:
+        return None
+    return Recorded("Recall@1 under symmetric label noise, other recipes",
+                    by_rate(run.table(RECIPES), run.cfg["rates"]))
+
+
+def at_checkpoints(run: grids.TrainedGrid) -> Recorded | None:
+    """Test bed II: the two triplet arms' R@1 at ``cfg.checkpoint_steps`` (:func:`checkpoint_table`); ``None``
+    where the profile has none."""
+    cfg = run.cfg
+    if not cfg["checkpoint_steps"]:
+        return None
+    rows = checkpoint_table(run.table(CHECKPOINTS), cfg["checkpoint_steps"], cfg["batches_per_epoch"])
+    return Recorded("Recall@1 at checkpoints (steps)", rows, caption="unseen-class Recall@1 in %, mean over "
+                    f"{len(run.seeds)} seeds, by steps")
+
+
+def recipe_gap_lines(run: grids.TrainedGrid) -> list[str]:
+    """:func:`recipe_gaps` of :func:`other_recipes`' table; none where the profile has no other recipe."""
+    made = other_recipes(run)
+    return recipe_gaps(made.rows, run.cfg["recipes"], run.cfg["rates"]) if made else []
+
+
+def checkpoint_gap_lines(run: grids.TrainedGrid) -> list[str]:
+    """:func:`checkpoint_gaps` of :func:`at_checkpoints`' table; none where the profile has no checkpoints."""
+    made = at_checkpoints(run)
+    cfg = run.cfg
+    return checkpoint_gaps(made.rows, cfg["checkpoint_steps"], cfg["checkpoint_rates"]) if made else []
+
+
+def corrupted_positives(run: grids.TrainedGrid, bad_positives: dict) -> Recorded:
+    """Section 4: each miner's active triplets with a corrupted positive (:func:`corrupted_positive_table`, from
+    :func:`miner_skews` on the first seed)."""
+    return Recorded("Active triplets with a corrupted positive, per miner", corrupted_positive_table(bad_positives),
+                    seeds=run.seeds[:1], caption="active triplets with a corrupted positive pair, %, "
+                    f"p = {run.cfg['skew_rate']:g}, one seed")
+
+
+def tolerated_noise(run: grids.TrainedGrid, most: dict) -> Recorded:
+    """Section 4: Q (eq. 22) at each trained noise rate and the tolerated p (eq. 27), balanced and at each
+    miner's max skew (:func:`q_table`, from :func:`miner_skews` on the first seed)."""
+    k_seen = len(np.unique(run.splits.train.labels))
+    return Recorded("Q at each noise rate, and the tolerated p (eqs. 22, 27)",
+                    q_table(most, run.cfg["rates"], k_seen), seeds=run.seeds[:1],
+                    caption=f"Q in % at K = {k_seen} (a guarantee where Q >= 0), and the largest such p")
+
+
+def clean_pretraining(run: grids.TrainedGrid) -> Recorded:
+    """Section 5's oracle: the marginal from a random start and from its clean pre-training
+    (:func:`pretraining_table`)."""
+    from_clean = {rate: runs for (_, rate), runs in run.table(FROM_CLEAN).items()}
+    return Recorded("Clean pre-training before noisy training",
+                    pretraining_table(run.table(NOISE_RATES), from_clean, run.cfg["rates"]),
+                    caption=f"unseen-class Recall@1 in %, mean ± std over {len(run.seeds)} seeds")
+
+
+def skews(run: grids.TrainedGrid) -> tuple:
+    """:func:`miner_skews` of the :data:`SKEW` run (its weights kept: the first seed at ``cfg.skew_rate``), on the
+    training split with that run's noisy labels."""
+    rate, first = run.cfg["skew_rate"], run.seeds[0]
+    noisy_train = experiment.corrupt(run.splits.train, ("symmetric", rate), seed=first)
+    state = run.table(SKEW)[("triplet, random semi-hard", rate)][0].state
+    return miner_skews(run.cfg, run.splits.train, noisy_train, state, first)
 
 
 # --- section 2: the identity behind the bounds, measured on real inputs ---------------------------------------------

@@ -39,6 +39,22 @@ class Table:
         return self.title
 
 
+@dataclass(frozen=True)
+class Recorded:
+    """One table a chapter records from its trained grid (:meth:`dml_tutorial.grids.TrainedGrid.record`), declared
+    once in its module: ``table`` (a declared :class:`Table`, or the title of a table only shown), ``rows``
+    (``{row: {column: [value per seed]}}``), the ``paper``'s numbers quoted beside them, the ``caption`` printed
+    above it, the ``seeds`` it covers where not all the chapter's (a one-seed measurement), and whether the
+    search's ``choices`` are recorded beside it."""
+
+    table: Table | str
+    rows: dict
+    paper: dict | None = None
+    caption: str | None = None
+    seeds: list | None = None
+    choices: bool = True
+
+
 #: Every declared table, by id.
 TABLES: dict[str, Table] = {}
 

@@ -1,0 +1,80 @@
+"""A chapter's experiment, trained: what its one search chose, every run of its grid, and the reference rows, in
+one object (:class:`TrainedGrid`) that the notebook's tables and figures read, so that a section's table is one call:
+
+    trained = guarantees.train(start, splits, plan=chapter_plan)  # the search, the grid, the references
+    trained.record(guarantees.recall_and_nmi)                     # one declared table (tables.Recorded)
+
+A chapter declares how it trains (``<chapter>.train``, through :func:`train`) and each table it records as a
+function ``(trained, ...) -> Recorded`` in its module: the rows, the paper's numbers quoted beside them and the
+caption, written once, read by the notebook and by the tests. Nothing here changes a number: :func:`train` makes
+the calls a notebook made before (:func:`dml_tutorial.experiment.best_shots`, :func:`~dml_tutorial.experiment.
+run_grid`, :func:`~dml_tutorial.experiment.references`), and :meth:`TrainedGrid.record` is
+:func:`dml_tutorial.report.record_for`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import experiment, spec
+from .tables import Recorded
+
+
+@dataclass
+class TrainedGrid:
+    """A chapter's grid after training (:func:`train`): its ``start`` (:func:`dml_tutorial.profiles.begin`), the
+    ``splits`` it trained and was measured on, the ``choices`` of its search (``{}`` where the profile searches
+    nothing), its RunSpecs and their runs (``{(table, row, column): [Run per seed]}``), and the reference rows
+    (``{(kind, column): [Run per seed]}``)."""
+
+    start: object
+    splits: object
+    choices: dict
+    specs: list
+    runs: dict
+    refs: dict = field(default_factory=dict)
+
+    @property
+    def cfg(self):
+        return self.start.cfg
+
+    @property
+    def seeds(self) -> list:
+        return self.start.seeds
+
+    def table(self, name: str) -> dict:
+        """One table of the grid, ``{(row, column): [Run per seed]}`` in the specs' order
+        (:func:`dml_tutorial.spec.table_of`)."""
+        if not any(s.table == name for s in self.specs):
+            raise KeyError(f"the {self.cfg['profile']} profile's grid has no table {name!r}; it has: "
+                           + ", ".join(dict.fromkeys(s.table for s in self.specs)))
+        return spec.table_of(self.specs, self.runs, name)
+
+    def record(self, declared, *args, **kwargs):
+        """Record the table ``declared(self, *args, **kwargs)`` returns (a :class:`~dml_tutorial.tables.Recorded`,
+        or ``None`` where the profile does not train it, which prints why): its caption printed above it, the
+        search's choices recorded beside it (:func:`dml_tutorial.report.record_for`). Returns the styled table."""
+        from .report import record_for
+
+        made = declared(self, *args, **kwargs)
+        if made is None:
+            print(f"{declared.__name__.replace('_', ' ')}: not part of the {self.cfg['profile']} profile")
+            return None
+        if not isinstance(made, Recorded):
+            raise TypeError(f"{declared.__name__} returned a {type(made).__name__}, not a tables.Recorded")
+        return record_for(self.start, made.table, made.rows, made.paper, caption=made.caption, seeds=made.seeds,
+                          choices=self.choices if made.choices else None)
+
+
+def train(chapter, start, run, splits, plan=None, **reference_options) -> TrainedGrid:
+    """Train a chapter's grid: its one search on the first seed (``chapter.best_shots`` through
+    :func:`dml_tutorial.experiment.best_shots`, the walks beyond the planned trials added to ``plan``), every
+    RunSpec of ``chapter.grid(cfg, seeds, choices)`` run by ``run`` (``chapter.run_spec``'s), then the reference
+    rows on ``splits`` (:func:`dml_tutorial.experiment.references` with ``reference_options``); all through the
+    start's run cache, so that a second call loads what the first trained."""
+    cfg, device, seeds, cache, progress = start
+    choices = experiment.best_shots(chapter, cfg, seeds[0], run, cache=cache, plan=plan)
+    specs = chapter.grid(cfg, seeds, choices)
+    runs = experiment.run_grid(specs, run, f"the {cfg.chapter} grid", cache=cache, progress=progress)
+    refs = experiment.references(splits, cfg, seeds, device=device, cache=cache, **reference_options)
+    return TrainedGrid(start, splits, choices, specs, runs, refs)
