@@ -18,17 +18,19 @@ its labels as noisy as the row's, chose: the one search of :mod:`dml_tutorial.se
 
 from __future__ import annotations
 
+import sys
 from functools import partial
 
 import numpy as np
 import torch
 
-from . import experiment, losses, metrics, search, tables
+from . import experiment, grids, losses, metrics, search, tables
 from . import noise as label_noise
 from .data import Splits
 from .discrepancy import DCDL_TERMS, classwise_discrepancy, pairwise_distances
 from .objective import Objective
 from .spec import RunSpec
+from .tables import Recorded
 
 #: The local losses of the paper (section 3), with its hyperparameters; L_Trip mines FaceNet's semi-hard band
 #: (d_ap < d_an < d_ap + margin), the semi-hard sampling of Schroff et al. that the paper cites.
@@ -203,6 +205,76 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     return experiment.train_and_probe(splits, spec.method, s, k=o["k"], noise=o["noise"], pairs=pairs,
                                       seed=spec.seed, device=device, progress=progress, checkpoint=checkpoint,
                                       curves=o.get("curves", False))
+
+
+def train(start, splits, plan=None) -> grids.TrainedGrid:
+    """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
+    row's rate and length on a held-out training face (:func:`best_shots`), every training of :func:`grid`, and the
+    reference rows probed under each of the profile's noise settings (:func:`kept_noise`; asymmetric noise on the
+    dataset's class pairs, :func:`pairs_of`)."""
+    cfg = start.cfg
+    return grids.train(sys.modules[__name__], start, run_spec(splits, start.device), splits, plan, probe=True,
+                       noises=kept_noise(cfg, cfg.noise), pairs=pairs_of(cfg.dataset, splits))
+
+
+def _caption(run: grids.TrainedGrid, quoted: str = "") -> str:
+    return (f"linear-probe test accuracy in %, mean ± std over {len(run.seeds)} seeds"
+            + (f"; paper: {quoted}, quoted" if quoted else ""))
+
+
+def local_and_terms(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.DCDL_MAIN`, Tables 1/4: each local loss alone and with each term, and the
+    reference rows, beside the paper's column of the profile (its L^L rows also beside our L^L-median)."""
+    quoted = run.start.paper
+    paper = {**REPORTED[quoted]}
+    paper |= {row.replace("L^L", "L^L-median"): {} for row in paper if "L^L" in row}
+    cfg = run.cfg
+    caption = (f"linear-probe test accuracy in %, mean ± std over {len(run.seeds)} seeds ({cfg['profile']} "
+               f"profile, {cfg['dataset']}); paper: {quoted}, quoted")
+    return Recorded(tables.DCDL_MAIN, experiment.table(run.table(MAIN, references=True)), paper, caption)
+
+
+def terms_alone(run: grids.TrainedGrid) -> Recorded:
+    """Supplement Table 2: each term alone, and the untrained network, beside the paper's column (CIFAR-10's where
+    the paper has none for the profile's)."""
+    quoted = run.start.paper if run.start.paper in REPORTED_ALONE else "C-10"
+    return Recorded("Table 2: the discrepancy terms alone", experiment.table(run.table(ALONE)),
+                    REPORTED_ALONE[quoted], _caption(run, quoted), choices=False)
+
+
+def swept(run: grids.TrainedGrid) -> dict:
+    """:func:`weight_sweep` of the trained grid: ``{(row, lambda): [Run per seed]}``."""
+    return weight_sweep(run.cfg, run.table(MAIN), run.table(WEIGHT))
+
+
+def weights(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.DCDL_WEIGHT`, supplement Table 3: the first local loss with each swept term at
+    each weight, clean labels, beside the paper's STL-10 row."""
+    rows = {row: dict(sorted(c.items())) for row, c in experiment.table(swept(run)).items()}
+    local = label(run.cfg["locals"][0])
+    caption = (f"{local} + lambda L^phi, clean labels: " + _caption(run, "STL-10")
+               + " (its L^L row is the paper's sigma = 0.05)")
+    return Recorded(tables.DCDL_WEIGHT, rows, REPORTED_LAMBDA, caption, choices=False)
+
+
+def crowding(run: grids.TrainedGrid) -> Recorded:
+    """Where each weight costs (:func:`cost_by_crowding`): the crowded half of the classes against the other, in
+    points against the local loss alone, clean labels."""
+    sweep, labels = swept(run), run.splits.test.labels
+    rows = {f"{row}, λ={lam:g}": cost_by_crowding(sweep[(row, 0.0)], runs, labels)
+            for (row, lam), runs in sorted(sweep.items(), key=lambda kv: kv[0]) if lam > 0}
+    local = label(run.cfg["locals"][0])
+    return Recorded("The weight's cost by class crowding (clean labels)", rows, choices=False,
+                    caption=f"per-class probe accuracy minus {local}'s, mean over each half's classes, in points; "
+                    f"mean ± std over {len(run.seeds)} seeds")
+
+
+def during_training(run: grids.TrainedGrid) -> Recorded:
+    """:func:`during_table` of Tables 1/4's clean runs (issue #48)."""
+    rows = during_table(run.table(MAIN), run.cfg["locals"][0], run.cfg["terms"])
+    return Recorded("During training: the local loss, the spread, the term's share (clean)", rows, choices=False,
+                    caption=f"on one fixed training batch, first and last epoch; mean ± std over {len(run.seeds)} "
+                    "seeds")
 
 
 def validation_split(splits, faces: int = 1, noise=None, seed: int = 0, pairs=None) -> Splits:

@@ -14,13 +14,15 @@ binomial deviance with alpha = 2, beta = 0.5, eta = 25 (eq. 10); lambda = 0.02 /
 from __future__ import annotations
 
 import dataclasses
+import sys
 from functools import partial
 
-from . import experiment, losses, pretrain, search, tables
+from . import experiment, grids, losses, metrics, pretrain, search, tables
 from ._checks import check_choice
 from .objective import Objective
 from .regularizers import energy_confusion, released_energy_confusion, unit_norm_rows
 from .spec import RunSpec
+from .tables import Recorded
 
 MINERS = ("band", "band-or-random", "released")
 
@@ -445,6 +447,106 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
 
 
 # --- EC during training, read from the recorded curves of Table 4's runs -------------------------------------------
+def train(start, splits, plan=None) -> grids.TrainedGrid:
+    """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
+    row's rate, length and EC weight on held-out seen classes (:func:`best_shots`), and the pretrained start's
+    fine-tuning rate on its own held-out classes; every training of :func:`grid`; the reference rows."""
+    from .bench import validation_split  # the bench imports this module
+
+    cfg = start.cfg
+    parts = {"main": splits}  # what the grid and the searches train on, by name
+    if cfg["search_lrs"]:
+        parts["validation"] = validation_split(splits, held_out=cfg["held_out"])
+    pretrained = cfg["pretrained_start"]  # None in full: its backbone is ImageNet's
+    if pretrained and pretrained["lr_candidates"]:
+        parts["start validation"] = validation_split(splits, held_out=pretrained["held_out"])
+    return grids.train(sys.modules[__name__], start, run_spec(parts, start.device), splits, plan)
+
+
+def table4(run: grids.TrainedGrid) -> dict:
+    """Tables 4/5's runs, ``{(row, ""): [Run per seed]}``: each loss without and with EC, the reference rows, then
+    the rows from the pretrained start."""
+    return run.table(MAIN, references=True) | run.table(STARTED_ROWS)
+
+
+def _caption(run: grids.TrainedGrid, quoted: str) -> str:
+    return f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds; paper: {quoted}, quoted"
+
+
+def _recalls(run: grids.TrainedGrid) -> list[str]:
+    return [f"R@{k}" for k in metrics.recall_ks(run.cfg["dataset"])]  # R@1/2/4/8, or R@1/10/100/1000 on SOP
+
+
+def unseen_classes(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.ECAML_MAIN`, Tables 4/5: R@K, NMI and F1 of :func:`table4`'s rows on the unseen
+    classes, beside the paper's column of the profile."""
+    columns = _recalls(run) + ["NMI", "F1"]
+    rows = {row: {m: [r.metrics[m] for r in runs] for m in columns} for (row, _), runs in table4(run).items()}
+    cfg, quoted = run.cfg, run.start.paper
+    caption = (f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds ({cfg['profile']} profile, "
+               f"{cfg['dataset']}); paper: {quoted}, quoted")
+    return Recorded(tables.ECAML_MAIN, rows, REPORTED[quoted], caption)
+
+
+def seen_and_unseen(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.ECAML_CURVES`, Fig. 2's claims: where each curve ends (:func:`curve_ends`)."""
+    return Recorded(tables.ECAML_CURVES, curve_ends(table4(run), run.cfg["locals"]), choices=False)
+
+
+def ec_share(run: grids.TrainedGrid, curves: dict) -> Recorded:
+    """EC's share of the pull at the embedding layer (:func:`share_table` of :func:`pulls`' ``curves``)."""
+    return Recorded("EC's share of the pull at the embedding layer", share_table(curves), choices=False,
+                    caption="EC's share of the pull, in % of the two pulls, mean ± std over seeds")
+
+
+def lambda_sweep(run: grids.TrainedGrid) -> dict:
+    """Table 1's runs, ``{(row, lambda): [Run per seed]}``: the ablation loss at each weight of the grid's
+    :data:`LAMBDA_TABLE`, at 0 and at the weight its Tables 4/5 row trained at (test bed II: its validated one)."""
+    local, main = run.cfg["ablation_loss"], table4(run)
+    sweep = {(row, float(lam)): runs for (row, lam), runs in run.table(LAMBDA_TABLE).items()}
+    sweep[(label(local, 0.0), 0.0)] = main[(label(local, 0.0), "")]
+    used = weight(run.cfg, run.choices, local)
+    sweep[(label(local, used), used)] = main[(label(local), "")]
+    return sweep
+
+
+def by_lambda(run: grids.TrainedGrid) -> Recorded:
+    """Table 1: unseen R@1 of the ablation loss by EC's weight (:func:`lambda_sweep`), beside the paper's CARS
+    row."""
+    local = run.cfg["ablation_loss"]
+    row = f"{NAMES[local]} + λ EC"
+    rows = {row: {lam: [r.metrics["R@1"] for r in runs]
+                  for (_, lam), runs in sorted(lambda_sweep(run).items(), key=lambda kv: kv[0][1])}}
+    return Recorded("Table 1: the weight lambda", rows, {row: REPORTED_LAMBDA[local]}, choices=False,
+                    caption=f"unseen-class Recall@1 in %, mean ± std over {len(run.seeds)} seeds; paper: CARS, "
+                    "quoted")
+
+
+def against_dropout(run: grids.TrainedGrid) -> Recorded:
+    """Table 3: the binomial loss alone, with dropout, and with EC, R@K on the unseen classes."""
+    main = table4(run)
+    rows = {"Binomial": main[(label(BASE_LOSS, 0.0), "")]}
+    rows |= {name: runs for (name, _), runs in run.table(DROPOUT_TABLE).items()}
+    rows["ECAML(Binomial)"] = main[(label(BASE_LOSS), "")]
+    by_method = {n: {m: [r.metrics[m] for r in rs] for m in _recalls(run)} for n, rs in rows.items()}
+    return Recorded("Table 3: EC against dropout", by_method, REPORTED_DROPOUT, _caption(run, "CARS Table 3"),
+                    choices=False)
+
+
+def by_size(run: grids.TrainedGrid) -> dict:
+    """Table 2's runs, ``{(row, size): [Run per seed]}``: the base loss without and with EC at each of
+    ``cfg.dims``, the profile's own size from Tables 4/5."""
+    cfg, main, dims = run.cfg, table4(run), run.table(DIM_TABLE)
+    return {(label(BASE_LOSS, lam), d): main[(label(BASE_LOSS, lam), "")] if d == cfg["dim"]
+            else dims[(label(BASE_LOSS, lam), f"d = {d}")] for d in cfg["dims"] for lam in (0.0, None)}
+
+
+def sizes(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.ECAML_DIMS`, Table 2: :func:`dims_table` of :func:`by_size`."""
+    rows = dims_table(by_size(run), BASE_LOSS, run.cfg["dims"])
+    return Recorded(tables.ECAML_DIMS, rows, dims_paper(), _caption(run, "CARS Table 2"), choices=False)
+
+
 def pulls(table4: dict, locals_) -> dict:
     """EC on the fixed batch after every epoch, ``{arm: {"share": [seeds, epochs] EC's share of the pull (NaN where
     neither pulls), "value": the mean EC per epoch, or None for the released EC (log E, another scale), "local": the

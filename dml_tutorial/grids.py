@@ -42,13 +42,11 @@ class TrainedGrid:
     def seeds(self) -> list:
         return self.start.seeds
 
-    def table(self, name: str) -> dict:
+    def table(self, name: str, references: bool = False) -> dict:
         """One table of the grid, ``{(row, column): [Run per seed]}`` in the specs' order
-        (:func:`dml_tutorial.spec.table_of`)."""
-        if not any(s.table == name for s in self.specs):
-            raise KeyError(f"the {self.cfg['profile']} profile's grid has no table {name!r}; it has: "
-                           + ", ".join(dict.fromkeys(s.table for s in self.specs)))
-        return spec.table_of(self.specs, self.runs, name)
+        (:func:`dml_tutorial.spec.table_of`), with the reference rows after its own where ``references``; ``{}``
+        for a table the profile does not train (which :meth:`record` then says)."""
+        return spec.table_of(self.specs, self.runs, name) | (self.refs if references else {})
 
     def record(self, declared, *args, **kwargs):
         """Record the table ``declared(self, *args, **kwargs)`` returns (a :class:`~dml_tutorial.tables.Recorded`,
