@@ -23,6 +23,7 @@ then empty).
 from __future__ import annotations
 
 import math
+import sys
 import time
 from functools import partial
 
@@ -31,11 +32,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import experiment, metrics, models, search, train
+from . import experiment, grids, metrics, models, search, tables, train
 from ._checks import check_choice
 from .data import ArrayDataset, input_shape
 from .experiment import Run
 from .spec import RunSpec
+from .tables import Recorded
 
 #: The weights of eq. 10, the temperature of eq. 6-7 and the number of clusters of section 4 (paper).
 ALPHA, BETA, GAMMA, TAU, K = 0.9, 0.3, 0.01, 0.1, 32
@@ -572,6 +574,24 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
             for table, row, method, changes in rows for s in seeds]
 
 
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
+    """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, the
+    cluster head chosen on held-out seen classes (:func:`head_search`, :func:`choose_head`, its runs kept as the
+    grid's ``trials``), then each arm's rate, knob and length from that head (:func:`best_shots`), every training
+    of :func:`grid`, and the reference rows."""
+    from .bench import validation_split  # the bench imports this module
+
+    cfg, device, seeds, _, progress = start
+    searched = cfg["head_candidates"] or cfg["search_lrs"]
+    held_out = validation_split(splits, cfg["held_out"]) if searched else None
+    run = run_spec({"main": splits, "validation": held_out}, device)
+    trials = experiment.run_grid(head_search(cfg, seeds[0]), run, "head search", progress=progress)
+    head = choose_head(trials)  # recorded beside the settings, not in them
+    print(f"cluster head: {cfg.replace(**head)['head']}")
+    return grids.train(sys.modules[__name__], start, run, splits, plan, chosen=head, trials=trials,
+                       search_progress=True)
+
+
 def run_spec(splits: dict, device="auto"):
     """``run(spec, progress=False) -> Run`` for :func:`dml_tutorial.experiment.run_grid`: one
     :class:`~dml_tutorial.spec.RunSpec` of :func:`grid` or :func:`head_search` trained on ``splits[spec.split]``
@@ -691,6 +711,71 @@ REPORTED_K = {16: dict(zip(_R, (46.7, 59.0, 70.0, 79.7))), 32: dict(zip(_R, (47.
 # --- the chapter's sentences, from its runs -------------------------------------------------------------------------
 #: The ablation's steps, each ``(from, to)``: what adding the centres, the reconstruction and the instance term does.
 STEPS = (("SME", "CBS"), ("CBS", "CBSwR"), ("only L_rim", "CBS"), ("SME", "CBSwR"))
+
+
+# --- the tables the chapter records, each from the trained grid (TrainedGrid.record) ---------------------------------
+def head_choice(run: grids.TrainedGrid) -> Recorded | None:
+    """The cluster head's search on the held-out seen classes (CBS, R@1, the first seed); ``None`` where the
+    profile searched none."""
+    if not run.trials:
+        return None
+    rows = {row: {"R@1": [r[0].metrics["R@1"]]} for (_, row, _), r in run.trials.items()}
+    return Recorded("The cluster head on the validation classes (CBS, R@1)", rows, seeds=run.seeds[:1])
+
+
+def ablation_runs(run: grids.TrainedGrid) -> dict:
+    """Tables 1-2's runs, ``{method: [Run per seed]}``."""
+    return {row: runs for (row, _), runs in run.table(ABLATION).items()}
+
+
+def _reference_rows(run: grids.TrainedGrid) -> dict:
+    kinds = experiment.reference_kinds(run.cfg, run.splits)  # raw pixels where they fit in memory
+    return {kind: run.refs[(kind, "")] for kind in kinds}
+
+
+def loss_terms(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.CBSWR_ABLATION`, Tables 1/2 and 5/6: each method and the reference rows
+    (:func:`ablation_table`), beside the paper's column of the profile."""
+    kinds = list(_reference_rows(run))
+    rows = ablation_table(ablation_runs(run), run.refs, kinds)
+    cfg, quoted = run.cfg, run.start.paper
+    caption = (f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds ({cfg['profile']} profile, "
+               f"{cfg['dataset']}); paper: {quoted}, Tables {'1 and 5' if quoted == 'CUB' else '2 and 6'}, quoted")
+    return Recorded(tables.CBSWR_ABLATION, rows, REPORTED[quoted], caption)
+
+
+def each_head(run: grids.TrainedGrid) -> Recorded | None:
+    """CBS with each cluster head beside SME and the ablation's CBS, with its pair precision (:func:`head_table`);
+    ``None`` where the profile runs no other head."""
+    fidelity = {row: runs for (row, _), runs in run.table(HEAD_ROWS).items()}
+    if not fidelity:
+        return None
+    ablation = ablation_runs(run)
+    head = run.choices.get("head", run.cfg["head"])  # the ablation's head
+    ours = f"CBS, {head} head" + (" (ours)" if head == "linear" else " (ablation)")
+    rows = {"SME": ablation["SME"], ours: ablation["CBS"], **fidelity}
+    references = {kind: {c: [r.metrics[c] for r in runs] for c in COLUMNS}
+                  for kind, runs in _reference_rows(run).items()}
+    return Recorded("CBS with each cluster head", head_table(rows, references),
+                    caption=f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds; pair precision: the "
+                    "share of a training batch's same-cluster pairs that share a hidden class, and its chance "
+                    "level, last epoch")
+
+
+def head_gap_lines(run: grids.TrainedGrid) -> list[str]:
+    """:func:`head_lines` of the grid's runs; none where the profile runs no other head."""
+    fidelity = {row: runs for (row, _), runs in run.table(HEAD_ROWS).items()}
+    return head_lines(ablation_runs(run), fidelity) if fidelity else []
+
+
+def cluster_counts(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.CBSWR_CLUSTERS`, Table 4: CBSwR at each number of clusters K, the profile's own
+    K from the ablation (:func:`k_table`), beside the paper's CUB rows."""
+    by_k = {s.settings.k: run.runs[s.key] for s in run.specs if s.table == CLUSTERS}
+    by_k[run.cfg["k"]] = ablation_runs(run)["CBSwR"]
+    paper = {f"K = {k}": v for k, v in REPORTED_K.items()}
+    return Recorded(tables.CBSWR_CLUSTERS, k_table(by_k), paper, caption="CBSwR, unseen classes, in %, mean ± std "
+                    f"over {len(run.seeds)} seeds; paper: CUB Table 4, quoted")
 
 
 def ablation_lines(ablation: dict, steps=STEPS) -> list[str]:

@@ -207,7 +207,7 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
                                       curves=o.get("curves", False))
 
 
-def train(start, splits, plan=None) -> grids.TrainedGrid:
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
     row's rate and length on a held-out training face (:func:`best_shots`), every training of :func:`grid`, and the
     reference rows probed under each of the profile's noise settings (:func:`kept_noise`; asymmetric noise on the

@@ -447,7 +447,7 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
 
 
 # --- EC during training, read from the recorded curves of Table 4's runs -------------------------------------------
-def train(start, splits, plan=None) -> grids.TrainedGrid:
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
     row's rate, length and EC weight on held-out seen classes (:func:`best_shots`), and the pretrained start's
     fine-tuning rate on its own held-out classes; every training of :func:`grid`; the reference rows."""

@@ -1,10 +1,10 @@
 """A chapter's experiment, trained: what its one search chose, every run of its grid, and the reference rows, in
 one object (:class:`TrainedGrid`) that the notebook's tables and figures read, so that a section's table is one call:
 
-    trained = guarantees.train(start, splits, plan=chapter_plan)  # the search, the grid, the references
+    trained = guarantees.train_grid(start, splits, plan=chapter_plan)  # the search, the grid, the references
     trained.record(guarantees.recall_and_nmi)                     # one declared table (tables.Recorded)
 
-A chapter declares how it trains (``<chapter>.train``, through :func:`train`) and each table it records as a
+A chapter declares how it trains (``<chapter>.train_grid``, through :func:`train`) and each table it records as a
 function ``(trained, ...) -> Recorded`` in its module: the rows, the paper's numbers quoted beside them and the
 caption, written once, read by the notebook and by the tests. Nothing here changes a number: :func:`train` makes
 the calls a notebook made before (:func:`dml_tutorial.experiment.best_shots`, :func:`~dml_tutorial.experiment.
@@ -25,7 +25,8 @@ class TrainedGrid:
     """A chapter's grid after training (:func:`train`): its ``start`` (:func:`dml_tutorial.profiles.begin`), the
     ``splits`` it trained and was measured on, the ``choices`` of its search (``{}`` where the profile searches
     nothing), its RunSpecs and their runs (``{(table, row, column): [Run per seed]}``), and the reference rows
-    (``{(kind, column): [Run per seed]}``)."""
+    (``{(kind, column): [Run per seed]}``); ``trials``, the runs of a search made before the one search (CBSwR's
+    cluster head, ``{(table, row, column): [Run]}``)."""
 
     start: object
     splits: object
@@ -33,6 +34,8 @@ class TrainedGrid:
     specs: list
     runs: dict
     refs: dict = field(default_factory=dict)
+    #: the runs of a search made before the one search and recorded as its own table (CBSwR's cluster head)
+    trials: dict = field(default_factory=dict)
 
     @property
     def cfg(self):
@@ -64,15 +67,21 @@ class TrainedGrid:
                           choices=self.choices if made.choices else None)
 
 
-def train(chapter, start, run, splits, plan=None, **reference_options) -> TrainedGrid:
+def train(chapter, start, run, splits, plan=None, chosen: dict | None = None, trials: dict | None = None,
+          search_progress: bool = False, **reference_options) -> TrainedGrid:
     """Train a chapter's grid: its one search on the first seed (``chapter.best_shots`` through
-    :func:`dml_tutorial.experiment.best_shots`, the walks beyond the planned trials added to ``plan``), every
+    :func:`dml_tutorial.experiment.best_shots`, from the settings with ``chosen`` applied, the choices of a search
+    made before it, whose runs are ``trials``; the walks beyond the planned trials added to ``plan``; with
+    ``search_progress``, the start's progress shown for its trials as for the grid's runs), every
     RunSpec of ``chapter.grid(cfg, seeds, choices)`` run by ``run`` (``chapter.run_spec``'s), then the reference
     rows on ``splits`` (:func:`dml_tutorial.experiment.references` with ``reference_options``); all through the
     start's run cache, so that a second call loads what the first trained."""
     cfg, device, seeds, cache, progress = start
-    choices = experiment.best_shots(chapter, cfg, seeds[0], run, cache=cache, plan=plan)
+    choices = dict(chosen or {})
+    searched_from = cfg.replace(**choices) if choices else cfg
+    shown = {"progress": progress} if search_progress else {}
+    choices |= experiment.best_shots(chapter, searched_from, seeds[0], run, cache=cache, plan=plan, **shown)
     specs = chapter.grid(cfg, seeds, choices)
     runs = experiment.run_grid(specs, run, f"the {cfg.chapter} grid", cache=cache, progress=progress)
     refs = experiment.references(splits, cfg, seeds, device=device, cache=cache, **reference_options)
-    return TrainedGrid(start, splits, choices, specs, runs, refs)
+    return TrainedGrid(start, splits, choices, specs, runs, refs, dict(trials or {}))

@@ -1,7 +1,7 @@
 """The noise chapter's experiment (Le & Odobez, *Theoretical guarantees of deep embedding losses under label
 noise*), declared once: its arms, each row's best shot, the grid of every training, and the runner.
 
-    trained = guarantees.train(start, splits, plan=chapter_plan)  # the search, the grid, the references
+    trained = guarantees.train_grid(start, splits, plan=chapter_plan)  # the search, the grid, the references
     trained.record(guarantees.recall_and_nmi)                     # section 3's table, declared below
 
 Every arm sums its hinge terms and divides by the positive pairs of the batch (eq. 4's 1/|S|): the triplet loss
@@ -252,7 +252,7 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     return out
 
 
-def train(start, splits, plan=None) -> grids.TrainedGrid:
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches,
     each row's best shot on held-out seen classes (:func:`best_shots`, on ``splits``' validation split), then every
     training of :func:`grid` and the reference rows."""
