@@ -12,17 +12,19 @@ package EPS is the ``positives="easy"`` option of the losses (:func:`dml_tutoria
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import replace
 from functools import partial
 
 import numpy as np
 import torch
 
-from . import experiment, losses, metrics, search
+from . import experiment, grids, losses, metrics, search, tables
 from ._checks import check_embeddings
 from .distances import pairwise_distances
 from .objective import Objective
 from .spec import RunSpec
+from .tables import Recorded
 
 #: The losses of section 5.2 with the defaults the paper keeps (Roth et al.'s framework; section 5 and Appendix C):
 #: triplet + semi-hard negatives (FaceNet's band d_ap < d_an < d_ap + margin, Schroff et al. as cited; margin 0.2),
@@ -603,6 +605,116 @@ def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, 
     return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=seed,
                                          device=device, progress=progress, checkpoint=checkpoint,
                                          noise=o.get("noise"), evaluate=evaluate)
+
+
+# --- the chapter's experiment, trained table by table (each on its own split), and the tables it records ------------
+def train_table(start, table: str, split, choices: dict | None = None, references: bool = False,
+                **reference_options) -> grids.TrainedGrid:
+    """One table of :func:`grid` trained on ``split``, the data of its :data:`SPLITS` name (the tables train on
+    different data: the even/odd digits, the sub-clusters, the unseen classes, the superclasses), at the search's
+    ``choices``; with ``references``, the reference rows on ``split`` (:func:`dml_tutorial.experiment.references`
+    under ``reference_options``, ``cfg`` among them where not the chapter's settings). All through the start's run
+    cache."""
+    cfg, device, seeds, cache, progress = start
+    specs = [s for s in grid(cfg, seeds, choices) if s.table == table]
+    runs = experiment.run_grid(specs, run_spec({SPLITS[table]: split}, device), table, cache=cache,
+                               progress=progress)
+    refs = {}
+    if references:
+        options = {"cfg": cfg, **reference_options}
+        refs = experiment.references(split, options.pop("cfg"), seeds, device=device, cache=cache, **options)
+    return grids.TrainedGrid(start, split, dict(choices or {}), specs, runs, refs)
+
+
+def train_even_odd(start, parity) -> grids.TrainedGrid:
+    """Table 1's runs on the even/odd splits ``parity`` (:func:`even_odd`): the triplet loss without and with EPS,
+    ``cfg.even_odd_replicates`` trainings a seed, and the reference rows on the same 2-D ConvNet
+    (:func:`even_odd_settings`), their training embeddings kept (Table 1 scores the seen digits too)."""
+    return train_table(start, EVEN_ODD, parity, references=True, cfg=even_odd_settings(start.cfg),
+                       train_embeddings=True)
+
+
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
+    """Table 2 on ``splits``: where the profile searches, each arm's rate, length and knob on held-out seen classes
+    (:func:`best_shots`, on ``cfg.held_out`` of them), then its rows at those choices and the reference rows."""
+    from .bench import validation_split  # the bench's held-out split, one definition for every chapter
+
+    cfg, device, seeds, cache, _ = start
+    held_out = validation_split(splits, cfg["held_out"]) if cfg["search_lrs"] else None
+    trials = run_spec({"validation": held_out}, device)
+    chosen = experiment.best_shots(sys.modules[__name__], cfg, seeds[0], trials, cache=cache, plan=plan)
+    return train_table(start, MAIN, splits, chosen, references=True)
+
+
+def rows(run: grids.TrainedGrid, table: str) -> dict:
+    """``{row: [Run per seed]}`` of one table of ``run`` (whose rows have one column), the reference rows after."""
+    return {row: runs for (row, _), runs in run.table(table, references=True).items()}
+
+
+def first_replicates(run: grids.TrainedGrid) -> dict:
+    """``{row: [Run per seed]}`` of :func:`train_even_odd`'s arms, each seed's first training (its own start): the
+    runs the chapter's pictures and separations read."""
+    return {row: [first for first, *_ in runs] for row, runs in replicates(run.table(EVEN_ODD)).items()}
+
+
+def by_digit(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.EPS_EVEN_ODD`, Table 1: Recall@K by digit (:func:`table1_scores`) of
+    :func:`train_even_odd`'s runs, each seed the mean of its replicates, beside the paper's MNIST numbers."""
+    scored = replicates(run.table(EVEN_ODD)) | {kind: runs for (kind, _), runs in run.refs.items()}
+    times = run.cfg["even_odd_replicates"]  # each seed's arms trained this many times, averaged
+    each = f", each the mean of {times} trainings" if times > 1 else ""
+    return Recorded(tables.EPS_EVEN_ODD, table1_scores(scored, run.splits, run.start.device), REPORTED_EVEN_ODD,
+                    caption=f"Recall@K by digit, in %, mean ± std over {len(run.seeds)} seeds{each}; paper: MNIST "
+                    "Table 1, quoted", choices=False)
+
+
+def unseen_classes(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.EPS_MAIN`, Table 2: R@K, NMI, NMI+ and MAP@R (:func:`table2_scores`) of
+    :func:`train_grid`'s rows, beside the paper's column of the profile."""
+    cfg, quoted = run.cfg, run.start.paper
+    labels = run.splits.test.labels
+    clustered = np.unique(labels)[: cfg.get("cluster_classes")]
+    n_plus = nmi_plus_clusters(cfg["dataset"], len(clustered), cfg["nmi_plus_factor"])
+    caption = (f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds ({cfg['profile']} profile, "
+               f"{cfg['dataset']}, NMI+ with {n_plus} clusters); paper: {quoted} Table 2, quoted")
+    return Recorded(tables.EPS_MAIN, table2_scores(rows(run, MAIN), labels, cfg, run.seeds), REPORTED[quoted],
+                    caption)
+
+
+def superclass_splits(cfg, seed: int, root="data"):
+    """The superclass protocol's splits (:func:`by_superclass` of ``cfg.superclasses``' dataset: glyphs, Hangul
+    syllables by lead consonant), or ``None`` where the profile has none."""
+    from .data import load_dataset
+
+    if not (sup := cfg.get("superclasses")):
+        return None
+    letters = load_dataset(sup["dataset"], split="classes", seed=seed, root=root, **sup["options"])
+    return by_superclass(letters, size=sup.get("size"))
+
+
+def _letters(run: grids.TrainedGrid) -> torch.Tensor:
+    return torch.as_tensor(run.splits.test.extras["letters"])
+
+
+def by_letter(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.EPS_LETTERS`, Table 3: the superclass runs (:func:`train_table` of
+    :data:`SUPERCLASSES`) read by letter, and by superclass (:func:`table3_scores`)."""
+    return Recorded(tables.EPS_LETTERS, table3_scores(rows(run, SUPERCLASSES), _letters(run)),
+                    REPORTED_SUPERCLASSES, caption="unseen, in %: R@K by letter, R@1 by superclass; paper: "
+                    "Omniglot, quoted", choices=False)
+
+
+def letters_at_k(run: grids.TrainedGrid, at_k: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.EPS_LETTERS_POSITIVES`: letter R@1 at each same-superclass k
+    (:func:`letters_by_positives`), Table 3's own k from ``run``'s superclass runs, the others from ``at_k``'s."""
+    scores = letters_by_positives(run.cfg, rows(run, SUPERCLASSES), at_k.table(LETTERS_POSITIVES), _letters(run))
+    return Recorded(tables.EPS_LETTERS_POSITIVES, scores)
+
+
+def per_class(run: grids.TrainedGrid) -> Recorded:
+    """:data:`~dml_tutorial.tables.EPS_POSITIVES`, Fig. 3b: R@1 at each number of same-class samples per batch, the
+    margin loss with and without EPS (:func:`positives_scores`)."""
+    return Recorded(tables.EPS_POSITIVES, positives_scores(run.table(POSITIVES)))
 
 
 def separations(runs: dict, train, seed: int, at_most: int = 3000) -> tuple[dict, str]:
