@@ -26,19 +26,21 @@ embeddings.
 from __future__ import annotations
 
 import dataclasses
+import sys
 from dataclasses import dataclass
 from functools import partial
 
 import numpy as np
 import pandas as pd
 
-from . import claims, clustering, dcdl, ecaml, evidence, experiment, metrics, search, tables, train
+from . import claims, clustering, dcdl, ecaml, evidence, experiment, grids, metrics, search, tables, train
 from . import noise as label_noise
 from .data import Splits
 from .labels import label_tex
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
 from .spec import RunSpec
+from .tables import Recorded
 
 
 @dataclass(frozen=True)
@@ -631,6 +633,36 @@ def bench_table(results: dict, refs: dict, labels, seeds, cfg, device=None) -> d
                     for r, s in zip(runs, seeds)]
         table[kind] = {m: [x[m] for x in per_seed] for m in MEASURES}
     return table
+
+
+def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
+    """The bench on ``splits`` (:func:`dml_tutorial.grids.train`): each row's rate, length and knob on
+    ``cfg.held_out`` held-out seen classes (:func:`best_shots`, each row its own search), every training of
+    :func:`grid` (the methods, then the noise rates), and the reference rows."""
+    validation = validation_split(splits, start.cfg["held_out"])
+    print(splits, validation, sep="\n")
+    run = run_spec({"main": splits, "validation": validation}, start.device)
+    return grids.train(sys.modules[__name__], start, run, splits, plan, search_progress=start.progress or None)
+
+
+def unseen_table(run: grids.TrainedGrid) -> Recorded:
+    """:data:`TABLE`: every method and the reference rows on the unseen classes (:func:`bench_table`)."""
+    rows = bench_table(run.table(MAIN), run.refs, run.splits.test.labels, run.seeds, run.cfg, run.start.device)
+    return Recorded(TABLE, rows, caption=f"unseen classes, in %, mean ± std over {len(run.seeds)} seeds "
+                    f"({run.cfg['profile']})")
+
+
+def noise_curves(run: grids.TrainedGrid) -> dict:
+    """:func:`robustness_curves` of the grid's :data:`NOISE` runs, for the supervised methods at each noisy rate."""
+    labelled = [n for n in selected(run.cfg) if METHODS[n].supervised]
+    return robustness_curves(run.table(NOISE), labelled, [r for r in run.cfg["rates"] if r])
+
+
+def noise_table(run: grids.TrainedGrid) -> Recorded:
+    """:data:`ROBUSTNESS`: each supervised method's R@1 under noise over its (1 - p) topline's
+    (:func:`robustness_table` of :func:`noise_curves`)."""
+    return Recorded(ROBUSTNESS, robustness_table(noise_curves(run)), choices=False,
+                    caption=f"Recall@1 under noise / Recall@1 of the topline, in %, {len(run.seeds)} seeds")
 
 
 def ranked(table: dict, methods, measures=MEASURES) -> pd.DataFrame:

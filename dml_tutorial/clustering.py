@@ -589,7 +589,7 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     head = choose_head(trials)  # recorded beside the settings, not in them
     print(f"cluster head: {cfg.replace(**head)['head']}")
     return grids.train(sys.modules[__name__], start, run, splits, plan, chosen=head, trials=trials,
-                       search_progress=True)
+                       search_progress=progress)
 
 
 def run_spec(splits: dict, device="auto"):

@@ -68,19 +68,19 @@ class TrainedGrid:
 
 
 def train(chapter, start, run, splits, plan=None, chosen: dict | None = None, trials: dict | None = None,
-          search_progress: bool = False, **reference_options) -> TrainedGrid:
+          search_progress: bool | None = False, **reference_options) -> TrainedGrid:
     """Train a chapter's grid: its one search on the first seed (``chapter.best_shots`` through
     :func:`dml_tutorial.experiment.best_shots`, from the settings with ``chosen`` applied, the choices of a search
-    made before it, whose runs are ``trials``; the walks beyond the planned trials added to ``plan``; with
-    ``search_progress``, the start's progress shown for its trials as for the grid's runs), every
+    made before it, whose runs are ``trials``; the walks beyond the planned trials added to ``plan``;
+    ``search_progress``, the trials' progress as :func:`~dml_tutorial.experiment.best_shots` takes it), every
     RunSpec of ``chapter.grid(cfg, seeds, choices)`` run by ``run`` (``chapter.run_spec``'s), then the reference
     rows on ``splits`` (:func:`dml_tutorial.experiment.references` with ``reference_options``); all through the
     start's run cache, so that a second call loads what the first trained."""
     cfg, device, seeds, cache, progress = start
     choices = dict(chosen or {})
     searched_from = cfg.replace(**choices) if choices else cfg
-    shown = {"progress": progress} if search_progress else {}
-    choices |= experiment.best_shots(chapter, searched_from, seeds[0], run, cache=cache, plan=plan, **shown)
+    choices |= experiment.best_shots(chapter, searched_from, seeds[0], run, cache=cache, plan=plan,
+                                     progress=search_progress)
     specs = chapter.grid(cfg, seeds, choices)
     runs = experiment.run_grid(specs, run, f"the {cfg.chapter} grid", cache=cache, progress=progress)
     refs = experiment.references(splits, cfg, seeds, device=device, cache=cache, **reference_options)
