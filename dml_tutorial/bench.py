@@ -35,7 +35,6 @@ import pandas as pd
 
 from . import claims, clustering, dcdl, ecaml, evidence, experiment, grids, metrics, search, tables, train
 from . import noise as label_noise
-from .data import Splits
 from .labels import label_tex
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
@@ -369,15 +368,8 @@ def _checkpoint(test, seed: int, measure: str, cfg: dict):
     return evaluate
 
 
-def validation_split(splits, held_out: int = 2) -> Splits:
-    """Inside the training split only (the seen classes): its last ``held_out`` classes become the test side, the
-    others the training side, so a search never looks at a test class or a test image."""
-    classes = np.unique(splits.train.labels)
-    if not 0 < held_out < len(classes) - 1:
-        raise ValueError(f"held_out must leave at least two training classes of {len(classes)}, got {held_out}")
-    test = np.isin(splits.train.labels, classes[-held_out:])
-    return Splits(splits.name, "validation", splits.train.subset(~test), splits.train.subset(test), splits.source,
-                  list(splits.class_names))
+#: The held-out seen classes every search scores on (:func:`dml_tutorial.search.validation_split`).
+validation_split = search.validation_split
 
 
 def recorded_choice(table: dict, metric: str = "MAP@R") -> dict:

@@ -579,11 +579,9 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     cluster head chosen on held-out seen classes (:func:`head_search`, :func:`choose_head`, its runs kept as the
     grid's ``trials``), then each arm's rate, knob and length from that head (:func:`best_shots`), every training
     of :func:`grid`, and the reference rows."""
-    from .bench import validation_split  # the bench imports this module
-
     cfg, device, seeds, _, progress = start
     searched = cfg["head_candidates"] or cfg["search_lrs"]
-    held_out = validation_split(splits, cfg["held_out"]) if searched else None
+    held_out = search.validation_split(splits, cfg["held_out"]) if searched else None
     run = run_spec({"main": splits, "validation": held_out}, device)
     trials = experiment.run_grid(head_search(cfg, seeds[0]), run, "head search", progress=progress)
     head = choose_head(trials)  # recorded beside the settings, not in them

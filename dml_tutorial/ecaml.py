@@ -451,15 +451,13 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
     row's rate, length and EC weight on held-out seen classes (:func:`best_shots`), and the pretrained start's
     fine-tuning rate on its own held-out classes; every training of :func:`grid`; the reference rows."""
-    from .bench import validation_split  # the bench imports this module
-
     cfg = start.cfg
     parts = {"main": splits}  # what the grid and the searches train on, by name
     if cfg["search_lrs"]:
-        parts["validation"] = validation_split(splits, held_out=cfg["held_out"])
+        parts["validation"] = search.validation_split(splits, held_out=cfg["held_out"])
     pretrained = cfg["pretrained_start"]  # None in full: its backbone is ImageNet's
     if pretrained and pretrained["lr_candidates"]:
-        parts["start validation"] = validation_split(splits, held_out=pretrained["held_out"])
+        parts["start validation"] = search.validation_split(splits, held_out=pretrained["held_out"])
     return grids.train(sys.modules[__name__], start, run_spec(parts, start.device), splits, plan)
 
 

@@ -637,10 +637,8 @@ def train_even_odd(start, parity) -> grids.TrainedGrid:
 def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """Table 2 on ``splits``: where the profile searches, each arm's rate, length and knob on held-out seen classes
     (:func:`best_shots`, on ``cfg.held_out`` of them), then its rows at those choices and the reference rows."""
-    from .bench import validation_split  # the bench's held-out split, one definition for every chapter
-
     cfg, device, seeds, cache, _ = start
-    held_out = validation_split(splits, cfg["held_out"]) if cfg["search_lrs"] else None
+    held_out = search.validation_split(splits, cfg["held_out"]) if cfg["search_lrs"] else None
     trials = run_spec({"validation": held_out}, device)
     chosen = experiment.best_shots(sys.modules[__name__], cfg, seeds[0], trials, cache=cache, plan=plan)
     return train_table(start, MAIN, splits, chosen, references=True)

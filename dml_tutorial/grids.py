@@ -9,7 +9,7 @@ function ``(trained, ...) -> Recorded`` in its module: the rows, the paper's num
 caption, written once, read by the notebook and by the tests. Nothing here changes a number: :func:`train` makes
 the calls a notebook made before (:func:`dml_tutorial.experiment.best_shots`, :func:`~dml_tutorial.experiment.
 run_grid`, :func:`~dml_tutorial.experiment.references`), and :meth:`TrainedGrid.record` is
-:func:`dml_tutorial.report.record_for`.
+:func:`dml_tutorial.recording.record_for`.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from . import experiment, spec
+from .recording import record_for
 from .tables import Recorded
 
 
@@ -54,9 +55,7 @@ class TrainedGrid:
     def record(self, declared, *args, **kwargs):
         """Record the table ``declared(self, *args, **kwargs)`` returns (a :class:`~dml_tutorial.tables.Recorded`,
         or ``None`` where the profile does not train it, which prints why): its caption printed above it, the
-        search's choices recorded beside it (:func:`dml_tutorial.report.record_for`). Returns the styled table."""
-        from .report import record_for
-
+        search's choices recorded beside it (:func:`dml_tutorial.recording.record_for`). Returns the styled table."""
         made = declared(self, *args, **kwargs)
         if made is None:
             print(f"{declared.__name__.replace('_', ' ')}: not part of the {self.cfg['profile']} profile")

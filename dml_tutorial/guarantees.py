@@ -27,7 +27,7 @@ import numpy as np
 import torch
 from scipy import stats
 
-from . import bench, experiment, grids, losses, search, tables
+from . import experiment, grids, losses, search, tables
 from . import noise as label_noise
 from .spec import RunSpec
 from .tables import Recorded
@@ -258,7 +258,7 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     training of :func:`grid` and the reference rows."""
     parts = {"main": splits}  # what the grid and the searches train on, by name
     if start.cfg["search_lrs"]:
-        parts["validation"] = bench.validation_split(splits, held_out=start.cfg["held_out"])
+        parts["validation"] = search.validation_split(splits, held_out=start.cfg["held_out"])
     return grids.train(sys.modules[__name__], start, run_spec(parts, start.device), splits, plan)
 
 

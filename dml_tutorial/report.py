@@ -16,109 +16,23 @@ from __future__ import annotations
 import datetime
 import json
 import os
-import platform
 import subprocess
 from collections import defaultdict
 from pathlib import Path
-
-import numpy as np
 
 from . import __version__, claims, evidence, recorder, reference, registry
 from . import tables as declared
 from .chapters import REPOSITORY, chapters, in_checkout, results_folder, results_path
 from .labels import label_tex
+from .recording import device_name, record, record_figure, record_for  # noqa: F401 (the chapters' names)
 from .records import merge_seeds, row_seeds
-from .tables import REFERENCES, STARTED, TABLES, Table, id_of, results_table, styled, title_of
+from .tables import REFERENCES, STARTED, results_table, title_of
 
 ENV = "DML_TUTORIAL_RECORD"
 ROOT = REPOSITORY
 RESULTS = results_folder()  # the committed runs: the checkout's data/results, or the wheel's copy of it
 PAGES = ROOT / "book" / "results" if in_checkout() else Path("book") / "results"
 GROUP_KEYS = ("profile", "dataset", "model", "epochs")  # runs that agree on these are seeds of one experiment
-
-
-def _jsonable(table: dict | None) -> dict:
-    """``{row: {column: value or values}}`` with string keys and plain floats (JSON has no tuple or numpy keys):
-    a number stays a number (a quoted paper value), a sequence becomes a list (one value per seed)."""
-    def plain(v):
-        return v if isinstance(v, str) else float(v) if np.ndim(v) == 0 else np.asarray(v, dtype=float).tolist()
-
-    return {str(row): {str(col): plain(v) for col, v in cols.items()} for row, cols in (table or {}).items()}
-
-
-def _plain(value):
-    """``value`` as JSON data: numpy numbers as Python's, tuples as lists."""
-    if isinstance(value, dict):
-        return {str(k): _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    return value.item() if isinstance(value, np.generic) else value
-
-
-def device_name(device) -> str:
-    """``"cuda: NVIDIA H100 80GB HBM3"`` or ``"cpu: x86_64, 2 threads"``: the hardware a number came from."""
-    import torch
-
-    dev = torch.device(device)
-    if dev.type == "cuda":
-        return f"cuda: {torch.cuda.get_device_name(dev)}"
-    return f"{dev.type}: {platform.machine()}, {torch.get_num_threads()} threads"
-
-
-def record(table: Table | str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,
-           choices: dict | None = None):
-    """Show ``measured`` (``{row: {metric: [value per seed]}}``) beside the ``paper`` numbers with
-    :func:`dml_tutorial.tables.results_table` (returned styled, :func:`dml_tutorial.tables.styled`; the table is
-    its ``.data``) and record them in the current recorder (:func:`dml_tutorial.recorder.current`), which hands
-    them to its sinks: under ``dml-tutorial run`` the run's file (:class:`RunFile`), under nbval
-    (``DML_TUTORIAL_CHECK`` set) a check against the chapter's committed record (:class:`DriftCheck`, which raises
-    when they drifted beyond what another machine explains).
-    ``table``: a declared :class:`~dml_tutorial.tables.Table` (one that claims or code read; its id is recorded
-    beside its title), or the title of a table only shown.
-    ``cfg``: the chapter's settings (:class:`dml_tutorial.settings.Settings`), recorded as they are; ``choices``:
-    what the run chose for itself (a searched rate, a cluster head: ``{"head": "released"}``), recorded beside
-    them, never in them. An empty ``measured`` (a table the profile leaves out) prints so and records nothing."""
-    declared_table = table if isinstance(table, Table) else None
-    if declared_table is None and id_of(table):
-        raise ValueError(f"{table!r} is a declared table: record it as tables.{_constant(id_of(table))}, so that "
-                         "its claims find it by its id")
-    if not measured:  # a profile that leaves the table out (e.g. the colab profile's short lists)
-        print(f"{table}: not part of the {cfg['profile']} profile")
-        return None
-    entry = {"table": str(table), **({"id": declared_table.id} if declared_table else {}),
-             "seeds": [int(s) for s in seeds], "device": device_name(device),
-             "settings": cfg.to_dict(),  # every setting that made the numbers, the per-loss dicts included
-             **({"choices": _plain(choices)} if choices else {}),
-             "measured": _jsonable(measured), "paper": _jsonable(paper)}
-    recorder.current().table(entry)  # the conclusions read it (records.session_run); the sinks keep or check it
-    return styled(results_table(measured, paper, digits))
-
-
-def record_for(start, table: Table | str, measured: dict, paper: dict | None = None, *, caption: str | None = None,
-               seeds: list | None = None, **options):
-    """:func:`record` of a chapter's ``start`` (:func:`dml_tutorial.profiles.begin`: its settings, its seeds or
-    ``seeds``, its device), with ``caption`` printed above the table; ``options``: ``choices`` and ``digits``.
-
-        report.record_for(start, tables.EPS_MAIN, scores, eps.REPORTED["CUB"], caption="unseen classes, in %")
-    """
-    if caption:
-        print(caption)
-    return record(table, measured, paper, cfg=start.cfg, seeds=start.seeds if seeds is None else seeds,
-                  device=start.device, **options)
-
-
-def _constant(id: str) -> str:
-    """The name of the :mod:`dml_tutorial.tables` constant of the declared table ``id``."""
-    return next(name for name, value in vars(declared).items() if value is TABLES[id])
-
-
-def record_figure(fig, name: str):
-    """Hand ``fig`` to the current recorder's sinks: under ``dml-tutorial run --figures`` (how a sweep runs a
-    chapter) it is saved as ``<name>.png`` for the run file (:class:`RunFile`), so that a page can show the run's
-    pictures (embeddings of models that are not kept) beside its numbers; anywhere else nothing keeps it.
-    Returns ``fig``."""
-    recorder.current().figure(fig, name)
-    return fig
 
 
 class RunFile:
@@ -255,8 +169,8 @@ def start_of(settings: dict, seeds=()) -> dict:
     from .pretrain import resolved, start_paths
 
     def sha(seed=None):
-        record = start_paths(resolved(name, seed)[0])[1]
-        return json.loads(record.read_text())["sha256"] if record.exists() else None
+        kept = start_paths(resolved(name, seed)[0])[1]
+        return json.loads(kept.read_text())["sha256"] if kept.exists() else None
 
     if not _per_seed_start(name):
         return {"start_sha256": sha()}
@@ -464,10 +378,10 @@ def scale_frames(chapter: str, notebook: Path, runs: list[dict], registration: d
     """``{profile: claims.assess(...) or None}`` for each scale of :data:`SCALES`: the one assessment of each of
     the chapter's claims at each scale, which every page and the chapter's findings read; each word marked where
     ``registration`` (:func:`dml_tutorial.registry.status`) says it is post hoc."""
-    record = results_path(notebook) if notebook is not None else None
+    committed = results_path(notebook) if notebook is not None else None
     out = {}
     for _, profile in SCALES:
-        group = ([json.loads(record.read_text())] if record and record.exists() else []) if profile is None else \
+        group = ([json.loads(committed.read_text())] if committed and committed.exists() else []) if profile is None else \
             [r for r in runs if r["chapter"] == chapter and r.get("profile") == profile]
         if superseded(chapter, profile, runs):  # no words from a replaced test bed
             group = []

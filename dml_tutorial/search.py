@@ -240,3 +240,16 @@ def describe(choice: Choice | dict) -> str:
     best = max(max(t["curve"].values()) for t in c.trials)
     edges = f"; at the end of its ladder: {', '.join(c.edges)}" if c.edges else ""
     return f"{values} (best validation score {best:.3f}, {len(c.trials)} trials){edges}"
+
+
+def validation_split(splits, held_out: int = 2):
+    """Inside the training split only (the seen classes): its last ``held_out`` classes become the test side, the
+    others the training side, so a search never looks at a test class or a test image."""
+    from .data import Splits
+
+    classes = np.unique(splits.train.labels)
+    if not 0 < held_out < len(classes) - 1:
+        raise ValueError(f"held_out must leave at least two training classes of {len(classes)}, got {held_out}")
+    test = np.isin(splits.train.labels, classes[-held_out:])
+    return Splits(splits.name, "validation", splits.train.subset(~test), splits.train.subset(test), splits.source,
+                  list(splits.class_names))

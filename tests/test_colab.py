@@ -169,7 +169,7 @@ def _package_names_the_notebooks_call() -> set:
 
 def test_the_notebooks_call_names_of_the_package_the_release_check_reads():
     names = _package_names_the_notebooks_call()
-    assert ("ecaml", "grid") in names and ("data", "chapter_splits") in names and len(names) > 100
+    assert ("ecaml", "train_grid") in names and ("data", "chapter_splits") in names and len(names) > 80
 
 
 def test_readme_and_pyproject_use_the_configured_url():
