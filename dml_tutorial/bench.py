@@ -627,6 +627,17 @@ def bench_table(results: dict, refs: dict, labels, seeds, cfg, device=None) -> d
     return table
 
 
+def methods_table(names) -> pd.DataFrame:
+    """The methods ``names`` as the chapter lists them: each one's loss (or its unsupervised method), its options,
+    the knob its search varies (or keeps fixed), from the paper's value along its ladder."""
+    rows = [{"method": m.name, "loss": m.local or f"{m.unsupervised}, no labels",
+             "options": ", ".join(f"{k}={v}" for k, v in m.options) or "defaults",
+             "searched": m.knob if len(m.values) > 1 else f"{m.knob} (fixed)",
+             "from (the paper's)": f"{m.values[0]:g}", "along": ", ".join(f"{v:g}" for v in m.ladder)}
+            for m in map(method, names)]
+    return pd.DataFrame(rows).set_index("method")
+
+
 def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The bench on ``splits`` (:func:`dml_tutorial.grids.train`): each row's rate, length and knob on
     ``cfg.held_out`` held-out seen classes (:func:`best_shots`, each row its own search), every training of

@@ -447,6 +447,14 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
 
 
 # --- EC during training, read from the recorded curves of Table 4's runs -------------------------------------------
+def seed_panels() -> dict:
+    """The chapter's opening picture as data (:func:`dml_tutorial.report.seed_panels`): per paper loss, the recorded
+    Tables 4/5 rows of the loss alone, with EC at its held-out weight, and with EC at the paper's weight."""
+    arms = {"alone": "{loss}", "EC, held-out λ": "ECAML({ec})", "EC, paper's λ": "ECAML({ec})" + AT_PAPER}
+    losses_ = {"Triplet": "Tri", "N-Pair": "N-Pair", "Binomial": "Binomial"}
+    return {loss: {arm: row.format(loss=loss, ec=ec) for arm, row in arms.items()} for loss, ec in losses_.items()}
+
+
 def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     """The chapter's experiment on ``splits`` (:func:`dml_tutorial.grids.train`): where the profile searches, each
     row's rate, length and EC weight on held-out seen classes (:func:`best_shots`), and the pretrained start's

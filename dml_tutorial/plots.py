@@ -255,6 +255,18 @@ def training_curves(histories: dict, keys=("loss",), title: str = ""):
     return fig
 
 
+def rim_curves(histories: dict, k: int, batch: int, title: str = ""):
+    """CBSwR's clustering as it trains (``{name: History}``): the RIM loss's two entropies H(Y) and H(Y|X) beside
+    log K, the largest entropy, and the clusters a batch uses, per epoch (:func:`training_curves`). Returns the
+    figure and a line saying how many clusters a batch of ``batch`` images can use."""
+    fig = training_curves(histories, keys=("H(Y)", "H(Y|X)", "clusters"), title=title)
+    for ax in fig.axes[:2]:
+        ax.axhline(np.log(k), color="0.5", ls=":", lw=1)  # the largest entropy, log K
+    fig.axes[2].set_ylabel("clusters used by a batch")
+    return fig, (f"log K = {np.log(k):.2f} (K = {k}); a batch of {batch} images can use at most {min(k, batch)} "
+                 "clusters")
+
+
 def sampling_panel(ax, xy, labels, anchor: int, positive: int, frequency, title: str = "", margin: float | None = None):
     """One strategy's picks for one anchor on 2-D points ``xy``: all points in their class colour, the anchor as a
     star, its positive as a diamond, each picked negative ringed in black with an area proportional to how often it
@@ -464,6 +476,22 @@ def similarity_histograms(embeddings: dict, labels, bins: int = 40, max_points: 
     axes[0, 0].legend(frameon=False, fontsize=8, loc="upper left")
     if title:
         fig.suptitle(title)
+    return fig
+
+
+def even_odd_pulls(runs: dict, parity, seed: int, size: int = 60):
+    """The EPS paper's Fig. 1 on each arm's embedding (``{arm: [Run per seed]}``, the first seed's training
+    embeddings): one batch of ``size`` training images drawn with ``seed`` from the even/odd splits ``parity``, and
+    for an anchor of digit 0 and one of digit 3 whom each loss pulls (:func:`easy_positives`)."""
+    batch = np.random.default_rng(seed).choice(len(parity.train), size=size, replace=False)
+    parity_labels = np.asarray(parity.train.labels)[batch]  # what the loss sees
+    digits = np.asarray(parity.train.extras["clean"])[batch]
+    anchors = [int(np.flatnonzero(digits == d)[0]) for d in (0, 3) if (digits == d).any()]
+    fig, axes = plt.subplots(1, len(runs), figsize=(10, 4.6), constrained_layout=True, squeeze=False)
+    for ax, (name, per_seed) in zip(axes[0], runs.items()):
+        easy_positives(ax, per_seed[0].train_embeddings[batch], parity_labels, anchors, modes=digits,
+                       title=f"{name}: {size} training images, seed {seed}")
+    fig.suptitle("Whom each anchor (star) pulls: every same-parity image (grey), or the nearest one (black)")
     return fig
 
 
