@@ -7,9 +7,9 @@ one object (:class:`TrainedGrid`) that the notebook's tables and figures read, s
 A chapter declares how it trains (``<chapter>.train_grid``, through :func:`train`) and each table it records as a
 function ``(trained, ...) -> Recorded`` in its module: the rows, the paper's numbers quoted beside them and the
 caption, written once, read by the notebook and by the tests. Nothing here changes a number: :func:`train` makes
-the calls a notebook made before (:func:`dml_tutorial.experiment.best_shots`, :func:`~dml_tutorial.experiment.
-run_grid`, :func:`~dml_tutorial.experiment.references`), and :meth:`TrainedGrid.record` is
-:func:`dml_tutorial.recording.record_for`.
+the calls a notebook made before (:func:`dml_tutorial.experiment.best_shots`,
+:func:`~dml_tutorial.experiment.run_grid`, :func:`~dml_tutorial.experiment.references`), and
+:meth:`TrainedGrid.record` is :func:`dml_tutorial.recording.record_for`.
 """
 
 from __future__ import annotations
