@@ -723,7 +723,7 @@ def head_choice(run: grids.TrainedGrid) -> Recorded | None:
 
 def ablation_runs(run: grids.TrainedGrid) -> dict:
     """Tables 1-2's runs, ``{method: [Run per seed]}``."""
-    return {row: runs for (row, _), runs in run.table(ABLATION).items()}
+    return run.rows(ABLATION)
 
 
 def _reference_rows(run: grids.TrainedGrid) -> dict:
@@ -745,7 +745,7 @@ def loss_terms(run: grids.TrainedGrid) -> Recorded:
 def each_head(run: grids.TrainedGrid) -> Recorded | None:
     """CBS with each cluster head beside SME and the ablation's CBS, with its pair precision (:func:`head_table`);
     ``None`` where the profile runs no other head."""
-    fidelity = {row: runs for (row, _), runs in run.table(HEAD_ROWS).items()}
+    fidelity = run.rows(HEAD_ROWS)
     if not fidelity:
         return None
     ablation = ablation_runs(run)
@@ -762,7 +762,7 @@ def each_head(run: grids.TrainedGrid) -> Recorded | None:
 
 def head_gap_lines(run: grids.TrainedGrid) -> list[str]:
     """:func:`head_lines` of the grid's runs; none where the profile runs no other head."""
-    fidelity = {row: runs for (row, _), runs in run.table(HEAD_ROWS).items()}
+    fidelity = run.rows(HEAD_ROWS)
     return head_lines(ablation_runs(run), fidelity) if fidelity else []
 
 

@@ -532,7 +532,7 @@ def against_dropout(run: grids.TrainedGrid) -> Recorded:
     """Table 3: the binomial loss alone, with dropout, and with EC, R@K on the unseen classes."""
     main = table4(run)
     rows = {"Binomial": main[(label(BASE_LOSS, 0.0), "")]}
-    rows |= {name: runs for (name, _), runs in run.table(DROPOUT_TABLE).items()}
+    rows |= run.rows(DROPOUT_TABLE)
     rows["ECAML(Binomial)"] = main[(label(BASE_LOSS), "")]
     by_method = {n: {m: [r.metrics[m] for r in rs] for m in _recalls(run)} for n, rs in rows.items()}
     return Recorded("Table 3: EC against dropout", by_method, REPORTED_DROPOUT, _caption(run, "CARS Table 3"),

@@ -646,7 +646,7 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
 
 def rows(run: grids.TrainedGrid, table: str) -> dict:
     """``{row: [Run per seed]}`` of one table of ``run`` (whose rows have one column), the reference rows after."""
-    return {row: runs for (row, _), runs in run.table(table, references=True).items()}
+    return run.rows(table, references=True)
 
 
 def first_replicates(run: grids.TrainedGrid) -> dict:

@@ -52,6 +52,12 @@ class TrainedGrid:
         for a table the profile does not train (which :meth:`record` then says)."""
         return spec.table_of(self.specs, self.runs, name) | (self.refs if references else {})
 
+    def rows(self, name: str, references: bool = False) -> dict:
+        """``{row: [Run per seed]}`` of a table whose rows have one column each (:func:`dml_tutorial.spec.rows_of`),
+        with the reference rows after its own where ``references``."""
+        return spec.rows_of(self.specs, self.runs, name) | (
+            {kind: runs for (kind, _), runs in self.refs.items()} if references else {})
+
     def record(self, declared, *args, **kwargs):
         """Record the table ``declared(self, *args, **kwargs)`` returns (a :class:`~dml_tutorial.tables.Recorded`,
         or ``None`` where the profile does not train it, which prints why): its caption printed above it, the

@@ -63,6 +63,8 @@ def test_train_searches_runs_the_grid_at_the_choice_and_measures_the_references(
         assert timeless == [{k: v for k, v in r.metrics.items() if k != "seconds"} for r in runs]
     assert made.table("V") == {}  # a table this profile does not train
     assert made.table("U", references=True) == {**made.table("U"), **made.refs}
+    assert made.rows("T") == {"a": made.table("T")[("a", 0.0)], "bb": made.table("T")[("bb", 0.4)]}
+    assert list(made.rows("U", references=True)) == ["c", *(kind for kind, _ in refs)]
     assert grids.train(_chapter(False), start, _run, splits).choices == {}  # no search: the profile's settings
 
 
