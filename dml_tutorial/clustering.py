@@ -674,6 +674,16 @@ def heads_words(runs: list[dict]) -> str:
 
 
 @torch.no_grad()
+def false_negative_lines(run: Run, train, batch_size: int, seed: int = 0, device="cpu") -> list[str]:
+    """:func:`batch_false_negatives` of a trained CBSwR ``run`` in words, one line a method; or why not (a run loaded
+    from the cache keeps no model)."""
+    if run.state is None:
+        return ["needs a CBSwR run trained in this session (runs loaded from the cache keep no model)"]
+    rates = batch_false_negatives(run.state, train, batch_size, seed=seed, device=device)
+    return [f"{name:32s}: {100 * value:4.1f} % of the negative pairs share the hidden class "
+            f"({rates['batches']} batches of {batch_size})" for name, value in list(rates.items())[:-1]]
+
+
 def reconstruct(objective: CBSwR, x: torch.Tensor):
     """For a batch ``x``: each sample's cluster and the decoder's image of every non-empty cluster's centroid,
     ``(assignments [n], {cluster: D(r_cluster)})`` -- what eq. 5 compares with the cluster's members."""

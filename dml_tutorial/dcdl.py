@@ -559,6 +559,15 @@ def compact_layouts(n_classes: int = 10, per_class: int = 10, dim: int = 64, spr
     return {name: (torch.nn.functional.normalize(c[y] + noise, dim=1), y) for name, c in layouts.items()}
 
 
+def compact_lines(**layout) -> list[str]:
+    """L^W and L^L (eq. 1, the paper's epsilon and sigma) of each of :func:`compact_layouts`, one line each."""
+    lines = []
+    for name, (z, y) in compact_layouts(**layout).items():
+        scores = [classwise_discrepancy(z, y, **TERMS[t]).item() for t in "WL"]
+        lines.append(f"{name:12s}  L^W {scores[0]:+7.2f}   L^L {scores[1]:+6.2f}")
+    return lines
+
+
 def cost_by_crowding(base: list, runs: list, labels) -> dict:
     """Where a weight costs, seed by seed: each class's probe accuracy under ``runs`` minus under ``base`` (probe
     runs of the same seeds, in order, with ``test_predictions``), averaged over the crowded half of the classes

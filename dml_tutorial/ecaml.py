@@ -200,6 +200,13 @@ def paper_gains(metric: str = "R@1") -> dict:
             for dataset, rows in REPORTED.items() for local in PAPER_LOCALS}
 
 
+def paper_gain_lines(metric: str = "R@1") -> list[str]:
+    """:func:`paper_gains` one line a dataset: each loss's gain from EC in points."""
+    gains = paper_gains(metric)
+    return [f"{dataset:4s}: " + ", ".join(f"{loss} {g:+.1f}" for (d, loss), g in gains.items() if d == dataset)
+            + " points" for dataset in dict.fromkeys(d for d, _ in gains)]
+
+
 # --- the chapter's experiment, as data: every training it runs, declared once ---------------------------------------
 #: The grid's tables, in the order the chapter runs them.
 MAIN, STARTED_ROWS, LAMBDA_TABLE, DROPOUT_TABLE, DIM_TABLE = ("Tables 4/5", "pretrained start", "Table 1", "Table 3",

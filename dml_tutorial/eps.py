@@ -19,7 +19,7 @@ from functools import partial
 import numpy as np
 import torch
 
-from . import experiment, grids, losses, metrics, search, tables
+from . import data, experiment, grids, losses, metrics, recording, search, tables
 from ._checks import check_embeddings
 from .distances import pairwise_distances
 from .objective import Objective
@@ -230,6 +230,38 @@ def even_odd(splits):
     stay in ``train.extras['clean']`` for evaluation. The test split (the unseen digits) keeps its digit labels."""
     return replace(splits, train=splits.train.with_labels(splits.train.labels % 2),
                    name=f"{splits.name} (even/odd training labels)")
+
+
+def even_odd_splits(cfg, seed: int = 0, root="data"):
+    """Section 5.1's data: the first six classes of ``cfg.even_odd_dataset`` (digits; on glyphs the characters
+    0-9, ``cfg.even_odd_options``) seen, the rest unseen, trained on their parity (:func:`even_odd`)."""
+    digits = data.load_dataset(cfg["even_odd_dataset"], split="classes", seen=range(6), seed=seed, root=root,
+                               **cfg["even_odd_options"])
+    return even_odd(digits)
+
+
+#: What the even/odd experiment's classes are, by its dataset (the figures' words).
+UNITS = {"digits": "digits", "mnist": "digits", "glyphs": "characters"}
+
+#: Section 4's classes made of modes (:func:`dml_tutorial.data.subclusters`): 4 classes of 3 modes on the unit
+#: circle, 100 samples a mode.
+SUBCLUSTER_DATA = {"num_classes": 4, "modes_per_class": 3, "dim": 2, "samples_per_mode": 100, "spread": 0.05}
+
+
+def subcluster_splits(seed: int = 0):
+    """:data:`SUBCLUSTER_DATA`, split by sample (the held-out samples of the same modes)."""
+    return data.load_dataset("subclusters", split="samples", seed=seed, **SUBCLUSTER_DATA)
+
+
+def letters_table(start, splits, table2: dict):
+    """Table 3's left half on Omniglot (:func:`omniglot_letters`), recorded; or why not (no letters)."""
+    if "letters" not in splits.test.extras:
+        print(f"Table 3's letters need DATASET = 'omniglot': {start.cfg['dataset']} has none")
+        return None
+    scores = omniglot_letters(table2, torch.as_tensor(splits.test.extras["letters"]), start.seeds)
+    return recording.record_for(start, "Table 3: unseen alphabets by letter", scores, REPORTED_LETTERS,
+                                caption="unseen alphabets evaluated on their letters, in %; paper: Table 3 (left), "
+                                "quoted")
 
 
 def mode_separation(embeddings, classes, modes) -> float:

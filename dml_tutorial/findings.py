@@ -6,14 +6,14 @@ notebook's own kernel standing in for its profile's recorded run. The sentences 
 paper claims, why the result reads as it does) are the chapter's, below, and hold no number of ours.
 
     findings.opening("dcdl")                                   # the verdict lines, on the chapter's first screen
-    findings.show("dcdl", cfg, records.session_run("dcdl"))   # the box, in sentences
+    findings.show("dcdl", cfg)                                 # the box, in sentences
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from . import claims, evidence, plots, registry, report
+from . import claims, evidence, plots, records, registry, report
 from .chapters import chapters, notebooks_folder
 
 #: What each paper claims, in one sentence: :data:`dml_tutorial.claims.CLAIMED` (the summary page reads it too).
@@ -221,10 +221,13 @@ def opening(chapter: str, results=report.RESULTS) -> None:
 
 
 def show(chapter: str, cfg: dict | None = None, session: dict | None = None, results=report.RESULTS) -> None:
-    """Display the chapter's findings box (:func:`markdown`), the kernel's own ``session`` run standing in for its
-    profile's record; before any record, say where it looked (:func:`missing`)."""
+    """Display the chapter's findings box (:func:`markdown`), the kernel's own ``session`` run (with ``cfg``, by
+    default this kernel's, :func:`records.session_run`) standing in for its profile's record; before any record,
+    say where it looked (:func:`missing`)."""
     from IPython.display import Markdown, display
 
+    if session is None and cfg is not None:
+        session = records.session_run(chapter)
     frames = scale_frames(chapter, cfg, session, results)
     display(Markdown(markdown(chapter, frames) if frames else
                      ":::{admonition} Findings\n" + missing(chapter, results) + "\n:::"))

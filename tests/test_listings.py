@@ -35,10 +35,11 @@ def shown_functions():
 #: Issue #87: the notebooks' code, all chapters together, at most this many non-blank lines (4,343 on 2026-12-04: the
 #: experiment's machinery moves into the package, each section's table one call), most of it visible.
 CODE_LINES = 1500
-#: The share of those lines a reader sees (not behind hide-input, remove-input or remove-cell): at least this much
-#: (0.16 on 2026-12-05, 0.34 on 2026-12-06; #87 asks for more than half). The reading-time budget
-#: (tests/test_reading_time.py) keeps what is shown short.
-VISIBLE_SHARE = 1 / 3
+#: The share of those lines a reader sees (not behind hide-input, remove-input or remove-cell): more than half, #87's
+#: "most of it visible" (0.16 on 2026-12-05, 0.36 and then 0.52 on 2026-12-06: each figure's selection of runs in
+#: dml_tutorial.figures, one call a cell). The reading-time budget (tests/test_reading_time.py) keeps what is shown
+#: short.
+VISIBLE_SHARE = 1 / 2
 FOLDED = {"hide-input", "remove-input", "remove-cell"}
 
 
@@ -53,11 +54,11 @@ def code_lines(path) -> tuple[int, int]:
     return total, visible
 
 
-def test_the_notebooks_code_is_short_and_a_third_of_it_in_view():
+def test_the_notebooks_code_is_short_and_most_of_it_in_view():
     counts = {path.stem: code_lines(path) for path in NOTEBOOKS}
     total, visible = (sum(c[i] for c in counts.values()) for i in (0, 1))
     assert total <= CODE_LINES, f"{total} lines of notebook code: move machinery into the package ({counts})"
-    assert visible >= VISIBLE_SHARE * total, f"{visible} of {total} lines in view ({counts})"
+    assert visible > VISIBLE_SHARE * total, f"{visible} of {total} lines in view ({counts})"
 
 
 def test_the_line_count_sees_folded_cells(tmp_path):
