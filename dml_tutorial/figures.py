@@ -201,7 +201,7 @@ def collapse_curves(collapse: dict, cfg, seeds: int):
     return columns
 
 
-# ECAML (Kim et al.)
+# ECAML (Chen & Deng)
 
 def seen_unseen(table4: dict, locals_):
     """Fig. 2: each metric loss without and with EC, its seen (dashed) and unseen (solid) R@1 during training."""
