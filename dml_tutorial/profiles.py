@@ -136,13 +136,7 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                                                                    "(guarantees.best_shots), on noisy held-out labels"
                                                                    for k in NOISE_SEARCH},
                                            **{k: "the shared rate's search is gone (guarantees.best_shots)"
-                                              for k in ("lr_candidates", "lr_ladder")}},
-                      "eps": {**_FACES_AND_START, **{k: "each arm's best shot (eps.best_shots)" for k in EPS_SEARCH},
-                              "superclass_positives": "Table 3's letters at 5, 15 and 30 images a superclass, "
-                                                      "with and without EPS (two claims, issue #86)",
-                              "even_odd_replicates": "Table 1's arms trained three times a seed, R@1 averaged "
-                                                     "(eps.replicated: the paired SD of 15 points hid the "
-                                                     "paper's +23.8)"}}
+                                              for k in ("lr_candidates", "lr_ladder")}}}
 _NOISES = (None, ("symmetric", 0.3), ("asymmetric", 0.2))
 _SUBCLUSTERS = (None, ("symmetric", 0.2), ("symmetric", 0.4))
 _CUB = {"dataset": "cub200", "compare_with": "CUB"}
