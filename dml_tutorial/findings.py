@@ -53,23 +53,18 @@ WHY = {
     ],
     "eps": [
         ("On test bed II (a pretrained network, fine-tuned: the paper's regime) every baseline clears the gate and "
-         "every arm had its best shot: its rate, length and knob chosen on held-out characters, each seed with its "
-         "own split, faces and start. EPS lowers unseen retrieval for the margin loss and MS, on R@1 and MAP@R, "
-         "and for both losses sampled with every positive pair; for the triplet loss the difference is within "
-         "what ten splits can tell. A negative result."),
-        ("Most arms, with and without EPS alike, chose the longest training the search allowed, their held-out "
-         "curves still rising: the words hold at that length; whether EPS catches up later is not tested here."),
-        ("More positives per class do not help EPS here (*How many positives per class*): at a fixed number of "
-         "images a step, each doubling lowers EPS + Dist-Margin's unseen retrieval, and more than the margin "
-         "loss's without EPS: the opposite of Fig. 3b. More per class also means fewer classes a batch."),
-        ("On Omniglot's protocol (trained on consonants, tested on unseen syllables) every loss, with or without "
-         "EPS, retrieves the syllables worse than their raw pixels and far worse than the start it fine-tunes: "
-         "the collapse the paper describes. EPS does not undo it by more than these seeds can tell, and more "
-         "images a consonant in each batch do not help it."),
-        ("The small experiments do not show the mechanism either. On test bed II's even/odd characters (not "
-         "gated: its baseline is meant to lose structure) both arms lose most of the sub-classes the raw pixels "
-         "keep, and the paper's gain lies outside our interval; on the sub-cluster data label noise moves EPS's "
-         "modes closer, not apart. Theorem 1 is about the loss's optimum, not a short training."),
+         "every arm had its best shot, its rate, length and knob chosen on held-out characters. EPS lowers unseen "
+         "retrieval for the margin loss and MS, on R@1 and MAP@R, and for both losses sampled with every positive "
+         "pair; for the triplet loss ten splits cannot tell. A negative result."),
+        ("Most arms, with or without EPS, chose the longest training searched, still rising: the words hold at "
+         "that length."),
+        ("At a fixed number of images a step, more positives per class lower EPS + Dist-Margin's unseen "
+         "retrieval, and more than without EPS: the opposite of Fig. 3b (*How many positives per class*)."),
+        ("Trained on consonants and tested on unseen syllables, every loss, with or without EPS, retrieves the "
+         "syllables worse than their raw pixels: the collapse the paper describes, which EPS does not undo here."),
+        ("Neither small experiment shows the mechanism: on the even/odd characters both arms lose the sub-classes "
+         "the raw pixels keep, below the paper's gain; on the sub-cluster data, noise moves EPS's modes closer, "
+         "not apart."),
     ],
     "ecaml": [
         ("For the triplet loss the held-out characters switched EC off on most seeds (the two rows are then the "
