@@ -53,18 +53,15 @@ WHY = {
     ],
     "eps": [
         ("On test bed II (a pretrained network, fine-tuned: the paper's regime) every baseline clears the gate and "
-         "every arm had its best shot, its rate, length and knob chosen on held-out characters. EPS lowers unseen "
-         "retrieval for the margin loss and MS, on R@1 and MAP@R, and for both losses sampled with every positive "
-         "pair; for the triplet loss ten splits cannot tell. A negative result."),
-        ("Most arms, with or without EPS, chose the longest training searched, still rising: the words hold at "
-         "that length."),
+         "every arm had its best shot (rate, length, knob). EPS lowers unseen retrieval for the margin loss and MS, "
+         "on R@1 and MAP@R, and for both losses sampled with every positive pair; for the triplet loss ten splits "
+         "cannot tell. A negative result, at the longest training searched, which most arms chose still rising."),
         ("At a fixed number of images a step, more positives per class lower EPS + Dist-Margin's unseen "
          "retrieval, and more than without EPS: the opposite of Fig. 3b (*How many positives per class*)."),
         ("Trained on consonants and tested on unseen syllables, every loss, with or without EPS, retrieves the "
          "syllables worse than their raw pixels: the collapse the paper describes, which EPS does not undo here."),
         ("Neither small experiment shows the mechanism: on the even/odd characters both arms lose the sub-classes "
-         "the raw pixels keep, below the paper's gain; on the sub-cluster data, noise moves EPS's modes closer, "
-         "not apart."),
+         "the raw pixels keep; under noise, EPS moves the sub-cluster data's modes closer, not apart."),
     ],
     "ecaml": [
         ("For the triplet loss the held-out characters switched EC off on most seeds (the two rows are then the "
