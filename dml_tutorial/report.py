@@ -694,18 +694,20 @@ def show(chapter: str, profile: str = "fashion", results: Path = RESULTS) -> Non
         return
     (_, dataset, model, epochs), members = found
     seeds = sorted({s for r in members for t in r["tables"] for s in t["seeds"]})
+    # where each row's best-shot search chose its length (dml_tutorial.search), the profile's epochs trained none
+    length = ("searched lengths" if any("best shot" in r.get("choices", {}) for r in members) else f"{epochs} epochs")
     if superseded(chapter, profile, load_runs(results)):
         head = SUPERSEDED_TEXT[0].upper() + SUPERSEDED_TEXT[1:]
-        display(Markdown(f"*{head}: these runs ({dataset}, {model}, {epochs} epochs, seeds "
+        display(Markdown(f"*{head}: these runs ({dataset}, {model}, {length}, seeds "
                          f"{', '.join(map(str, seeds))}) give this chapter no words any more; their tables, verdicts "
                          "as they were and figures are in the next cell's output.*"))
         return
     if claims.CLAIMS.get(chapter) and len(seeds) < evidence.MIN_SEEDS:  # numbers only: nothing to read in view
-        display(Markdown(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))} so far: fewer "
+        display(Markdown(f"*{dataset}, {model}, {length}, seeds {', '.join(map(str, seeds))} so far: fewer "
                          f"than the {evidence.MIN_SEEDS} seeds a word needs, so the tables wait in the next cell's "
                          f"output until the sweep records more.* {headroom(chapter, members)}".rstrip()))
         return
-    lines = [(f"*{dataset}, {model}, {epochs} epochs, seeds {', '.join(map(str, seeds))}: the verdicts with their "
+    lines = [(f"*{dataset}, {model}, {length}, seeds {', '.join(map(str, seeds))}: the verdicts with their "
               "reasons, where and how it ran, every table and the run's figures are in the next cell's output.*"),
              "", *compact_tables(chapter, members)]
     display(Markdown("\n".join(lines)))

@@ -480,6 +480,26 @@ def test_show_keeps_a_test_bed_with_too_few_seeds_for_words_folded(runs, tmp_pat
     assert f"{100 - best:.1f} points below 100" in view
 
 
+def test_show_says_searched_lengths_where_each_row_chose_its_own(runs, tmp_path, monkeypatch):
+    """The line above a test bed's tables names how long the runs trained: the profile's epochs, unless each row's
+    best-shot search chose its length (the run's ``choices["best shot"]``), when no row trained the profile's."""
+    import IPython.display
+
+    shown = []
+    monkeypatch.setattr(IPython.display, "display", lambda obj: shown.append(getattr(obj, "data", obj)))
+    (tmp_path / "ecaml").mkdir()
+    run = _run(runs[0]["tables"][0]["measured"], profile="glyphs2")
+    path = tmp_path / "ecaml" / "glyphs2_seed-0.json"
+    path.write_text(json.dumps(run))
+    report.show("ecaml", "glyphs2", tmp_path)
+    epochs = run["settings"]["epochs"]
+    assert f", {epochs} epochs, seeds " in shown[-1] and "searched lengths" not in shown[-1]
+    choice = {"values": {"lr": 1e-3, "epochs": 2 * epochs}, "trials": [], "ladders": {}, "edges": []}
+    path.write_text(json.dumps({**run, "choices": {"best shot": {"Triplet": choice}}}))
+    report.show("ecaml", "glyphs2", tmp_path)
+    assert ", searched lengths, seeds " in shown[-1] and f"{epochs} epochs" not in shown[-1]
+
+
 def test_a_one_seed_cell_gives_no_interval(runs, tmp_path):
     """One seed has no spread: the verdict table says so instead of an interval "+3.6 to +3.6", which reads as
     certainty; with two seeds the cell carries the interval again."""
