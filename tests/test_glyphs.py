@@ -212,6 +212,41 @@ def test_a_varied_split_follows_the_seed_and_keeps_validation_inside_the_seen_ch
     assert set(v.train.labels) | set(v.test.labels) == set(b.train.labels)
 
 
+def test_the_seen_lead_consonants_follow_the_seed_each_whole_on_one_side():
+    """Hangul's ``vary_split`` (issue #86: EPS's letters were tested on the same consonants in every seed): the
+    seen leads are drawn by the seed, each lead's syllables all on one side; the same seed draws the same leads;
+    without a seed, the first leads in code order, as before."""
+    lead = np.repeat(np.arange(6), [3, 1, 2, 4, 2, 3])  # six leads, in code order, of 15 syllables
+    order, n = G._by_lead(lead, 2 / 3)
+    assert order.tolist() == list(range(15)) and n == 10  # leads 0-3 seen: 3 + 1 + 2 + 4 syllables
+    drawn = {}
+    for seed in range(8):
+        order, n = G._by_lead(lead, 2 / 3, seed)
+        assert sorted(order.tolist()) == list(range(15))
+        seen = set(lead[order[:n]].tolist())
+        assert len(seen) == 4 and not seen & set(lead[order[n:]].tolist())  # whole leads on each side
+        assert np.count_nonzero(np.diff(lead[order])) == 5  # each lead's syllables together
+        drawn[seed] = seen
+    assert len({frozenset(v) for v in drawn.values()}) > 1
+    assert G._by_lead(lead, 2 / 3, 3)[0].tolist() == G._by_lead(lead, 2 / 3, 3)[0].tolist()
+    assert G._by_lead(lead, 0.99, 1)[1] < 15  # a lead is always left unseen
+
+
+def test_varied_characters_are_drawn_by_the_seed(tmp_path):
+    """``vary_characters`` (EPS's even/odd: its ``seen`` are fixed indices): each seed draws its own characters, so
+    the raw images, and what raw pixels retrieve, differ by seed; the same seed the same ones."""
+    def load(**kw):
+        s = data.load_dataset("glyphs", script="latin", faces=TINY, n_classes=10, size=16, root=tmp_path,
+                              progress=False, seen=range(6), **kw)
+        return s, set(s.train.extras["code"].tolist()) | set(s.test.extras["code"].tolist())
+
+    (a, one), (b, two), (_, again) = (load(vary_characters=True, seed=s) for s in (0, 1, 0))
+    assert one == again != two and len(two) == 10
+    assert set(a.train.labels) == set(b.train.labels) == set(range(6))  # the even/odd indices stay
+    assert not np.array_equal(a.train.batch([0]), b.train.batch([0]))
+    assert one == load()[1]  # seed 0's draw is the default one (data_seed 0)
+
+
 def test_the_specimen_is_the_plain_character_then_the_test_beds_draws(tmp_path):
     """Per face: the character as :func:`render` draws it without jitter, then the draws of :func:`build` (the test
     bed's own jitter, one generator over faces then draws). A missing face names its package."""

@@ -257,7 +257,8 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
            test_faces: int = 3, size: int = 32, renders: int = 2, script: str = "cjk", data_seed: int = 0,
            faces=FACES, root=DATA_ROOT, progress: bool = True, seen=None, unseen_faces: int = 0,
            disjoint_from: tuple[int, int] | None = None, vary_split: bool = False, seed: int = 0,
-           train_characters: int | None = None, vary_faces: bool = False, **_) -> Splits:
+           train_characters: int | None = None, vary_faces: bool = False, vary_characters: bool = False,
+           **_) -> Splits:
     """The glyph test bed (module docstring) as :class:`Splits` of ``[N, 1, size, size]`` uint8 images (scaled on
     access), labels = character index; ``extras`` hold ``face``, ``render``, ``code`` (the code point) and, for
     Hangul, ``superclass`` (the lead consonant). Defaults: 1,500 characters, 1,000 seen (of which 200 are the
@@ -269,13 +270,16 @@ def glyphs(split: str = "classes", n_classes: int = 1500, seen_fraction: float =
     ``unseen_faces``, ``vary_faces`` and ``disjoint_from``: see the module docstring. ``vary_split``: which
     characters are seen
     follows ``seed`` (the notebook's ``SEED``) instead of their order, so that runs over seeds also vary the
-    class split (issue #49: a claim should hold over splits, not for one); not with Hangul's superclasses.
+    class split (issue #49: a claim should hold over splits, not for one); with Hangul, which lead consonants are
+    seen (each whole on one side). ``vary_characters``: the ``n_classes`` characters themselves, and their
+    renders, are drawn by ``seed`` (``data_seed = seed``): for a set given by ``seen`` (EPS's even/odd characters),
+    the one way a seed varies it (issue #86).
     ``train_characters`` (``split="classes"`` only): train on the lowest-numbered ``train_characters`` of the seen
     characters (of the seed's seen set where ``vary_split``), the test side unchanged: a paper's number of training
     classes (CUB's 100, Cars' 98) against the same unseen characters."""
     check_choice(split, ("classes", "validation", "samples"), "split")
-    if vary_split and script == "hangul":
-        raise ValueError("vary_split keeps whole superclasses only in their order: not with script='hangul'")
+    if vary_characters:
+        data_seed = seed
     arrays, manifest = load_arrays(n_classes, size, renders, script, data_seed, faces, root, progress, disjoint_from)
     splits = _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen,
                     seed if vary_split else None, seed if vary_faces else None)
@@ -318,6 +322,19 @@ def _fewer_seen(splits: Splits, split: str, n: int) -> Splits:
                   splits.class_names)
 
 
+def _by_lead(lead: np.ndarray, seen_fraction: float, seed: int | None = None) -> tuple[np.ndarray, int]:
+    """Hangul's characters ordered by lead consonant, and how many of them are seen: those of the first
+    ``seen_fraction`` of the leads (at least one left unseen), in code order, or in an order drawn by ``seed``
+    (the seen leads vary with it; each lead's syllables stay together, so the validation split's held-out
+    characters, the last seen ones, are whole or partial superclasses as without a seed)."""
+    leads = np.unique(lead)
+    if seed is not None:
+        leads = np.random.default_rng([86, seed]).permutation(leads)
+    seen = leads[:min(round(seen_fraction * len(leads)), len(leads) - 1)]
+    order = np.concatenate([np.flatnonzero(lead == c) for c in leads])
+    return order, int(np.isin(lead, seen).sum())
+
+
 def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, script, seen, order_seed=None,
            faces_seed=None) -> Splits:
     """The "classes", "validation" or "samples" split of the rendered arrays (:func:`glyphs`), all faces; with
@@ -344,13 +361,11 @@ def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, scr
     if seen is not None and split == "classes":
         return Splits("glyphs", split, *split_by_class(ds, seen), source, names)
     n_seen = round(seen_fraction * k)
+    order = np.arange(k) if order_seed is None else np.random.default_rng(order_seed).permutation(k)
     if script == "hangul":  # whole superclasses on each side: no unseen syllable's lead consonant is seen
-        lead = lead_consonant(arrays["code"])  # per character, in code order, so in lead order
-        leads = np.unique(lead)
-        n_seen = int(np.sum(lead < leads[min(round(seen_fraction * len(leads)), len(leads) - 1)]))
+        order, n_seen = _by_lead(lead_consonant(arrays["code"]), seen_fraction, order_seed)
     if not 1 < n_seen < k:
         raise ValueError(f"seen_fraction {seen_fraction} leaves no seen or no unseen character of {k}")
-    order = np.arange(k) if order_seed is None else np.random.default_rng(order_seed).permutation(k)
     seen_train, unseen = split_by_class(ds, order[:n_seen])
     if split == "classes":
         return Splits("glyphs", split, seen_train, unseen, source, names)
