@@ -53,7 +53,7 @@ WHY = {
     ],
     "eps": [
         ("On test bed II (a pretrained network, fine-tuned: the paper's regime) every baseline clears the gate and "
-         "every arm had its best shot (rate, length, knob). EPS lowers unseen retrieval for the margin loss and MS, "
+         "every arm had its best shot. EPS lowers unseen retrieval for the margin loss and MS, "
          "on R@1 and MAP@R, and for both losses sampled with every positive pair; for the triplet loss ten splits "
          "cannot tell. A negative result, at the longest training searched, which most arms chose still rising."),
         ("At a fixed number of images a step, more positives per class lower EPS + Dist-Margin's unseen "
