@@ -147,3 +147,41 @@ def test_settings_types_share_one_base():
     for kind in TYPES.values():
         assert issubclass(kind, Settings)
     assert set(Settings.known()) < set(CBSwRSettings.known())
+
+
+
+def _unknown_options(cfg) -> dict:
+    """``{dataset: options its loader does not name}`` for each dataset a profile loads with options of its own
+    (the chapter's data, EPS's even/odd and its superclasses); empty when every option is a named parameter."""
+    import inspect
+
+    from dml_tutorial import data
+
+    found = [(cfg.dataset, cfg.dataset_options)]
+    if getattr(cfg, "even_odd_dataset", None):
+        found.append((cfg.even_odd_dataset, cfg.even_odd_options))
+    if getattr(cfg, "superclasses", None):
+        found.append((cfg.superclasses["dataset"], cfg.superclasses.get("options", {})))
+    unknown = {}
+    for dataset, options in found:
+        if dataset in data.DATASETS:
+            named = {n for n, p in inspect.signature(data.DATASETS[dataset]).parameters.items()
+                     if p.kind not in (p.VAR_KEYWORD, p.VAR_POSITIONAL)}
+            if set(options) - named:
+                unknown[dataset] = sorted(set(options) - named)
+    return unknown
+
+
+@pytest.mark.parametrize("chapter", sorted(profiles.CHAPTERS))
+def test_every_dataset_option_of_a_profile_is_one_its_loader_names(chapter):
+    """A loader that takes ``**_`` (the glyphs') would ignore a misspelt option (``vary_charaters``) and run the
+    profile without it: every option a profile passes must be a named parameter of its dataset's loader."""
+    for name, cfg in profiles.CHAPTERS[chapter].items():
+        assert not _unknown_options(cfg), f"{chapter}/{name}: {_unknown_options(cfg)}"
+
+
+def test_a_misspelt_dataset_option_is_caught():
+    cfg = profiles.settings("eps", "glyphs2")
+    assert _unknown_options(cfg) == {}
+    typo = dataclasses.replace(cfg, even_odd_options={**cfg.even_odd_options, "vary_charaters": True})
+    assert _unknown_options(typo) == {"glyphs": ["vary_charaters"]}
