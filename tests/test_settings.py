@@ -149,7 +149,6 @@ def test_settings_types_share_one_base():
     assert set(Settings.known()) < set(CBSwRSettings.known())
 
 
-
 def _unknown_options(cfg) -> dict:
     """``{dataset: options its loader does not name}`` for each dataset a profile loads with options of its own
     (the chapter's data, EPS's even/odd and its superclasses); empty when every option is a named parameter."""

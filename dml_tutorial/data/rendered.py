@@ -360,10 +360,11 @@ def _split(arrays, manifest, split, seen_fraction, val_fraction, test_faces, scr
         return Splits("glyphs", split, ds.subset(train), ds.subset(~train), source, names)
     if seen is not None and split == "classes":
         return Splits("glyphs", split, *split_by_class(ds, seen), source, names)
-    n_seen = round(seen_fraction * k)
-    order = np.arange(k) if order_seed is None else np.random.default_rng(order_seed).permutation(k)
     if script == "hangul":  # whole superclasses on each side: no unseen syllable's lead consonant is seen
         order, n_seen = _by_lead(lead_consonant(arrays["code"]), seen_fraction, order_seed)
+    else:
+        n_seen = round(seen_fraction * k)
+        order = np.arange(k) if order_seed is None else np.random.default_rng(order_seed).permutation(k)
     if not 1 < n_seen < k:
         raise ValueError(f"seen_fraction {seen_fraction} leaves no seen or no unseen character of {k}")
     seen_train, unseen = split_by_class(ds, order[:n_seen])
