@@ -323,7 +323,8 @@ def _below_raw(measured: dict, claim: Claim) -> bool:
 
 
 COLUMNS = ["claim", "ours", "low", "high", "confidence", "p", "p (sign-flip)", "seeds", "mde", "smallest effect", "paper",
-           "paper relative", "verdict", "reason", "gate", "below raw", "p (word)"]
+           "paper relative", "verdict", "reason", "gate", "below raw", "p (word)", "seeds for a word",
+           "word with more seeds"]
 
 
 def _profile(runs: list[dict]) -> str | None:
@@ -338,8 +339,10 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
     confidence, the paired t-test's p and the exact sign-flip p, seeds, minimum detectable effect at that level, all
     in points), the claim's smallest effect of
     interest, the paper's gain (points, and relative to its baseline), the verdict and its reason, the gate's
-    reason, whether every compared row lies below the raw input, and the p-value of the word's decision
-    (:func:`dml_tutorial.evidence.word_p`; ``nan`` where no test was made). The family is the claims assessed
+    reason, whether every compared row lies below the raw input, the p-value of the word's decision
+    (:func:`dml_tutorial.evidence.word_p`; ``nan`` where no test was made), and, for an *inconclusive* word, the
+    seeds a decisive one would need if the mean and spread held, and that word
+    (:func:`dml_tutorial.evidence.seeds_for_word`; ``None`` otherwise). The family is the claims assessed
     here (one chapter at one scale). ``profile``: the runs' profile where they do not carry it (a kernel's own
     run); a pipeline-check profile gets no words. Claims whose table or rows the runs lack are left out (an empty
     frame when none is)."""
@@ -363,8 +366,15 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
                      "mde": 100 * diff["mde"], "smallest effect": claim.smallest_effect,
                      "paper": None if gain is None else 100 * gain, "paper relative": relative, "verdict": word,
                      "reason": reason, "gate": testable[1], "below raw": _below_raw(measured, claim),
-                     "p (word)": evidence.word_p(diff, word, effect)})
+                     "p (word)": evidence.word_p(diff, word, effect),
+                     **_projection(diff, word, effect)})
     return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _projection(diff: dict, word: str, effect: float) -> dict:
+    """The seeds an *inconclusive* cell's word would need, and the word (:func:`evidence.seeds_for_word`)."""
+    n, then = evidence.seeds_for_word(diff, effect) if word == "inconclusive" else (None, None)
+    return {"seeds for a word": n, "word with more seeds": then}
 
 
 #: The words that decide something.

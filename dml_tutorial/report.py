@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 import subprocess
 from collections import defaultdict
@@ -453,7 +454,46 @@ def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None =
               f"test of this table (each cell with a word other than *not testable here*); {NOT_BOOK_WIDE} marks "
               f"the others. {BELOW_RAW_MARK}: a decisive word where every row the claim compares lies below the "
               "raw input.")]
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _more_seeds(frames, runs)) + "\n"
+
+
+def _projected(r: dict) -> int | None:
+    """An assessed row's projected seeds for a word (a frame column of ints and Nones holds NaN for None)."""
+    n = r["seeds for a word"]
+    return None if n is None or math.isnan(n) else int(n)
+
+
+def _needs(r: dict) -> str:
+    """``"14 (*supported*)"``, or why an *inconclusive* cell has no projection."""
+    if _projected(r) is not None:
+        return f"{_projected(r)} (*{r['word with more seeds']}*)"
+    return f"more than {evidence.MOST_SEEDS}" if math.isfinite(r["mde"]) else "no spread to project from"
+
+
+#: What the folded table of :func:`_more_seeds` says above its rows.
+MORE_SEEDS_TEXT = (
+    "For each *inconclusive* cell: the seeds its adjusted interval would need for a decisive word if the gain and the "
+    "spread of its seeds held (the same family, Student's t; `dml_tutorial.evidence.seeds_for_word`), and that word. "
+    "A projection from the seeds that ran, not a promise: their mean and spread are estimates too. A cell that needs "
+    "several times its seeds has a gain small beside its spread: more seeds of this test bed would settle it slowly.")
+
+
+def _more_seeds(frames: dict, runs: list[dict]) -> list[str]:
+    """A folded table under the verdict table: every *inconclusive* cell of a scale that is not superseded, with
+    the seeds a decisive word would need (:func:`_needs`), the newest scale first, then the fewest seeds: which
+    cells more seeds could settle."""
+    heads = {profile: head for head, profile in SCALES}
+    rows = [(chapter, scale, r) for chapter, fs in frames.items() for scale, f in fs.items()
+            if f is not None and scale in heads and not superseded(chapter, scale, runs)
+            for r in f.to_dict("records") if r["verdict"] == "inconclusive"]
+    order = [profile for _, profile in reversed(SCALES)]  # the deciding test bed first, then the fewest seeds
+    rows.sort(key=lambda row: (order.index(row[1]), _projected(row[2]) or evidence.MOST_SEEDS + 1))
+    table = [f"| {claims.NAMES.get(chapter, chapter)} | {label_tex(r['claim'])} | {heads[scale]} | {r['ours']:+.1f} "
+             f"({r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds) | {_needs(r)} |" for chapter, scale, r in rows]
+    return ["", f":::{{admonition}} What more seeds would decide: the {len(rows)} *inconclusive* cells",
+            ":class: dropdown", "", MORE_SEEDS_TEXT, "",
+            "| chapter | claim | scale | ours (points, adjusted CI) | seeds for a word (the word) |",
+            "|---|---|---|---|---|", *table, ":::"] if rows else []
 
 
 def _no_answers(scales, shown, silent, notebooks) -> list[str]:

@@ -91,6 +91,12 @@ def load_script(path: str):
     return module
 
 
+def verdict_lines(page: str) -> list[str]:
+    """The verdict table's lines: those of its ``verdict-cards`` container (the folded table under it is another)."""
+    inside = page.split(":::{container} verdict-cards", 1)[1].split("\n:::", 1)[0]
+    return [line for line in inside.splitlines() if line.startswith("| ")]
+
+
 def verdict_cells(page: str) -> dict:
     """``{(claim as the table writes it, profile): cell}`` of the verdict table (book/results/verdicts.md): each
     column named by its heading (its scale in ``report.SCALES``; columns without any answer are left out of the
@@ -100,7 +106,7 @@ def verdict_cells(page: str) -> dict:
     from dml_tutorial import report
 
     profiles = {head: profile or "smoke" for head, profile in report.SCALES}
-    lines = [line for line in page.splitlines() if line.startswith("| ")]
+    lines = verdict_lines(page)
     heads = [h.strip() for h in lines[0].strip().strip("|").split("|")]
     assert heads[:3] == ["chapter", "claim", "smallest effect (points)"] and set(heads[3:]) <= set(profiles), heads
     out = {}

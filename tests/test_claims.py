@@ -13,6 +13,7 @@ from helpers import verdict_cells
 from scipy import stats
 
 from dml_tutorial import claims, evidence, experiment, plots, report
+from dml_tutorial.labels import label_tex
 from dml_tutorial.tables import key
 
 TABLE = "Tables 4/5: unseen classes with and without EC"
@@ -518,6 +519,29 @@ def test_a_one_seed_cell_gives_no_interval(runs, tmp_path):
                        for cell in one), one
     two = cells_with(2)
     assert two and all(" to " in cell and "no interval" not in cell for cell in two), two
+
+
+def test_the_verdict_table_folds_the_seeds_each_inconclusive_cell_would_need(runs, tmp_path):
+    """Under the verdict table, folded: every inconclusive cell and only those, each with the seeds a word would
+    need at its seeds' mean and spread (recomputed here from the recorded values at the chapter's level)."""
+    (tmp_path / "ecaml").mkdir()
+    (tmp_path / "ecaml" / "fashion_seed-0.json").write_text(json.dumps(runs[0]))
+    page = report.verdicts_page(report.load_runs(tmp_path), {"ecaml": tmp_path / "06_ecaml.ipynb"})
+    frame = claims.assess("ecaml", [runs[0]])
+    words = set(frame["verdict"])
+    assert "inconclusive" in words and words - {"inconclusive"}  # the fixture has both kinds
+    folded = page[page.index(":::{admonition} What more seeds would decide"):]
+    assert f"the {sum(frame['verdict'] == 'inconclusive')} *inconclusive* cells" in folded
+    measured = runs[0]["tables"][0]["measured"]
+    for r in frame.to_dict("records"):
+        claim = next(c for c in claims.CLAIMS["ecaml"] if c.text == r["claim"])
+        line = next((x for x in folded.splitlines() if x.startswith(f"| ECAML | {label_tex(claim.text)} |")), None)
+        assert (line is not None) == (r["verdict"] == "inconclusive"), r["claim"]
+        if line is not None:
+            diff = evidence.paired(measured[claim.base]["R@1"], measured[claim.row]["R@1"], r["confidence"])
+            n, word = evidence.seeds_for_word(diff, claim.smallest_effect / 100)
+            assert line.endswith(f"| Fashion-MNIST | {r['ours']:+.1f} ({r['low']:+.1f} to {r['high']:+.1f}, 5 seeds) "
+                                 f"| {n} (*{word}*) |")
 
 
 def test_a_claims_sentence_gives_its_word_interval_and_what_its_seeds_could_detect():

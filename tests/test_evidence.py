@@ -167,6 +167,49 @@ def test_word_p_decides_at_the_chapters_level_exactly_when_the_interval_does():
     assert np.isnan(evidence.word_p(_diff(0.03, 0.01, 0.05), "not testable here", SEOI))
 
 
+def _seeds_with(mean, std, n, rng):
+    """n per-seed differences whose mean and std (ddof=1) are exactly ``mean`` and ``std``."""
+    z = rng.normal(0, 1, n)
+    return mean + std * (z - z.mean()) / z.std(ddof=1)
+
+
+def test_seeds_for_word_is_where_the_verdict_of_seeds_with_that_mean_and_spread_turns_decisive():
+    # the projection against the verdict itself: n seeds built with the projected mean and spread get the word,
+    # n - 1 such seeds do not (independent of the closed form: paired() and verdict() on actual values)
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(300):
+        n0, m = int(rng.integers(5, 11)), int(rng.integers(1, 20))
+        confidence = evidence.adjusted_confidence(m)
+        diff = evidence.paired(np.zeros(n0), _seeds_with(rng.uniform(-0.04, 0.04), rng.uniform(0.005, 0.06), n0, rng),
+                               confidence)
+        if evidence.verdict(diff, SEOI)[0] != "inconclusive":
+            continue
+        n, word = evidence.seeds_for_word(diff, SEOI, most=5000)
+        assert n is not None and n > n0
+        at = evidence.paired(np.zeros(n), _seeds_with(diff["mean"], diff["std"], n, rng), confidence)
+        before = evidence.paired(np.zeros(n - 1), _seeds_with(diff["mean"], diff["std"], n - 1, rng), confidence)
+        assert evidence.verdict(at, SEOI)[0] == word and evidence.verdict(before, SEOI)[0] == "inconclusive"
+        checked += 1
+    assert checked > 100
+
+
+def test_seeds_for_word_names_each_word_and_says_none_where_it_cannot_project():
+    rng = np.random.default_rng(4)
+    spread = {"std": 0.03, "n": 10, "confidence": 0.99}
+    assert evidence.seeds_for_word({"mean": 0.01, **spread}, SEOI)[1] == "supported"
+    assert evidence.seeds_for_word({"mean": -0.01, **spread}, SEOI)[1] == "contradicted"
+    assert evidence.seeds_for_word({"mean": 0.0, **spread}, SEOI)[1] == "no effect detected"
+    # a word the seeds already give is given at their own count
+    decided = evidence.paired(np.zeros(10), _seeds_with(0.03, 0.01, 10, rng), 0.99)
+    assert evidence.verdict(decided, SEOI)[0] == "supported"
+    assert evidence.seeds_for_word(decided, SEOI) == (10, "supported")
+    # no spread, one seed, or no word within the cap: no projection
+    assert evidence.seeds_for_word(evidence.paired([0.5, 0.5], [0.6, 0.6]), SEOI) == (None, None)
+    assert evidence.seeds_for_word(evidence.paired([0.5], [0.6]), SEOI) == (None, None)
+    assert evidence.seeds_for_word({"mean": 1e-4, **spread}, 1e-4 * 1.001, most=100) == (None, None)
+
+
 def test_adjusted_intervals_are_bonferronis_and_wider():
     assert evidence.adjusted_confidence(1) == pytest.approx(0.95)
     assert evidence.adjusted_confidence(6) == pytest.approx(1 - 0.05 / 6)
@@ -221,8 +264,26 @@ def test_sign_flip_p_bounds_and_bad_inputs():
     assert np.isnan(evidence.paired([0.5, 0.6], [0.51, 0.61])["p_sign_flip"])  # no spread: no test, as for t
     with pytest.raises(ValueError):
         evidence.sign_flip_p([0.1, float("nan")])
-    with pytest.raises(ValueError):
-        evidence.sign_flip_p(np.ones(evidence.MAX_SIGN_FLIP_SEEDS + 1))
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.004, 0.01])
+def test_past_twenty_seeds_the_sign_flip_p_is_drawn_and_close_to_the_exact_one(shift):
+    # 22 seeds: 4 million patterns, still countable here (every pattern's sum, doubling per difference), while the
+    # package draws 100,000; within four standard errors of the exact p
+    d = np.random.default_rng(5).normal(shift, 0.02, 22)
+    sums = np.zeros(1)
+    for x in d:
+        sums = np.concatenate([sums + x, sums - x])
+    exact = float(np.mean(np.abs(sums) >= abs(d.sum()) - 1e-12))
+    p = evidence.sign_flip_p(d)
+    assert abs(p - exact) < 4 * np.sqrt(max(exact * (1 - exact), 1e-6) / evidence.SIGN_FLIP_DRAWS) + 1e-5
+    assert evidence.sign_flip_p(d) == p  # a fixed generator: a report reads the same twice
+    assert evidence.paired(np.zeros(22), d)["p_sign_flip"] == p
+
+
+def test_a_drawn_sign_flip_p_never_says_zero():
+    p = evidence.sign_flip_p(np.full(evidence.MAX_SIGN_FLIP_SEEDS + 5, 0.01))  # exact p: 2 / 2^25
+    assert p == pytest.approx(1 / (1 + evidence.SIGN_FLIP_DRAWS))
 
 
 def test_p_text_names_both_tests():

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import torch
 import yaml
-from helpers import ROOT
+from helpers import ROOT, verdict_lines
 
 from dml_tutorial import claims, evidence, plots, report, tables
 from dml_tutorial.chapters import chapters
@@ -305,8 +305,7 @@ def test_figures_are_saved_only_when_a_run_asks_for_them(monkeypatch, tmp_path):
 
 def _table(page: str) -> tuple[list[str], list[list[str]]]:
     """The verdict table's column names and its rows' cells."""
-    lines = [line for line in page.splitlines() if line.startswith("| ")]
-    split = [[c.strip() for c in line.strip().strip("|").split("|")] for line in lines]
+    split = [[c.strip() for c in line.strip().strip("|").split("|")] for line in verdict_lines(page)]
     return split[0], split[1:]
 
 
