@@ -292,19 +292,34 @@ def gate_references(measured: dict, column: str) -> dict | None:
     return refs
 
 
+def _control(measured: dict, claim: Claim, tables: dict | None) -> tuple[dict, str, str]:
+    """``(table, row, column)`` of the claim's control, the baseline the gate reads: the base row at the claim's
+    column, or at its ``control`` column (an interaction), or the table, row and column its ``gate`` names
+    (``tables``: :func:`~dml_tutorial.records.merge_seeds` of the run; an empty table where the run lacks it)."""
+    if claim.gate is not None:  # the control as another table or column of the same run records it
+        table, base, column = claim.gate
+        return (tables or {}).get(table.id, ({},))[0], base, column
+    return measured, claim.base, claim.control or claim.column
+
+
+def data_varies(measured: dict, claim: Claim, tables: dict | None) -> bool | None:
+    """Whether the seeds varied the claim's data, not only its training: the raw input's score at the control's
+    table and column (:func:`_control`) differs between seeds, as it does when each seed draws its own split,
+    characters or faces (issue #86). ``None`` where that table has no raw-input row, or one seed."""
+    measured, _, column = _control(measured, claim, tables)
+    raw = measured.get(REFERENCES[0], {}).get(column)
+    return None if raw is None or len(raw) < 2 else len(set(raw)) > 1
+
+
 def _gate(measured: dict, claim: Claim, tables: dict | None, confidence: float) -> tuple[bool, str]:
     """The one gate rule (:func:`dml_tutorial.evidence.gate`) for ``claim``, on its control: the base row at the
     claim's column, or at its ``control`` column (an interaction: does training help without the cause?), or the
     row and column its ``gate`` names; at the chapter's adjusted ``confidence``."""
     if not claim.gated:
         return True, "not gated: " + claim.why
-    column = claim.control or claim.column
-    base = claim.base
-    if claim.gate is not None:  # the control as another table or column of the same run records it
-        table, base, column = claim.gate
-        measured = (tables or {}).get(table.id, ({},))[0]
-        if column not in measured.get(base, {}):
-            return False, f"the run has no {base} ({column}) in {table.title!r} to gate on"
+    measured, base, column = _control(measured, claim, tables)
+    if claim.gate is not None and column not in measured.get(base, {}):
+        return False, f"the run has no {base} ({column}) in {claim.gate[0].title!r} to gate on"
     refs = gate_references(measured, column)
     if refs is None:
         return False, NO_REFERENCES
@@ -324,7 +339,7 @@ def _below_raw(measured: dict, claim: Claim) -> bool:
 
 COLUMNS = ["claim", "ours", "low", "high", "confidence", "p", "p (sign-flip)", "seeds", "mde", "smallest effect", "paper",
            "paper relative", "verdict", "reason", "gate", "below raw", "p (word)", "seeds for a word",
-           "word with more seeds"]
+           "word with more seeds", "data varies"]
 
 
 def _profile(runs: list[dict]) -> str | None:
@@ -342,7 +357,8 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
     reason, whether every compared row lies below the raw input, the p-value of the word's decision
     (:func:`dml_tutorial.evidence.word_p`; ``nan`` where no test was made), and, for an *inconclusive* word, the
     seeds a decisive one would need if the mean and spread held, and that word
-    (:func:`dml_tutorial.evidence.seeds_for_word`; ``None`` otherwise). The family is the claims assessed
+    (:func:`dml_tutorial.evidence.seeds_for_word`; ``None`` otherwise), and whether the seeds varied the data
+    (:func:`data_varies`). The family is the claims assessed
     here (one chapter at one scale). ``profile``: the runs' profile where they do not carry it (a kernel's own
     run); a pipeline-check profile gets no words. Claims whose table or rows the runs lack are left out (an empty
     frame when none is)."""
@@ -367,7 +383,7 @@ def assess(chapter: str, runs: list[dict], profile: str | None = None) -> pd.Dat
                      "paper": None if gain is None else 100 * gain, "paper relative": relative, "verdict": word,
                      "reason": reason, "gate": testable[1], "below raw": _below_raw(measured, claim),
                      "p (word)": evidence.word_p(diff, word, effect),
-                     **_projection(diff, word, effect)})
+                     **_projection(diff, word, effect), "data varies": data_varies(measured, claim, tables)})
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

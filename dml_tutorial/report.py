@@ -336,9 +336,16 @@ def scale_page(sections: list[str]) -> str:
     return "\n".join(head) + "\n" + "\n".join(sections)
 
 
-#: The verdict table's marks: a decisive word that does not survive Holm's correction over the whole table, and a
-#: cell where every compared row lies below the raw input.
-NOT_BOOK_WIDE, BELOW_RAW_MARK = "†", "↓"
+#: The verdict table's marks: a decisive word that does not survive Holm's correction over the whole table, a
+#: cell where every compared row lies below the raw input, and a word from seeds that all ran on the same data.
+NOT_BOOK_WIDE, BELOW_RAW_MARK, SAME_DATA_MARK = "†", "↓", "≡"
+
+
+def _same_data(r: dict) -> bool:
+    """Whether an assessed row's seeds all ran on the same data (``data varies`` false, not unknown)."""
+    varies = r.get("data varies")
+    unknown = varies is None or (isinstance(varies, float) and math.isnan(varies))
+    return not unknown and not varies
 
 
 def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple = ()) -> str:
@@ -351,7 +358,8 @@ def _verdict_cell(frame, claim: str, book_wide: dict | None = None, key: tuple =
         return f"n = {r['seeds']}, no verdict {numbers}"
     decisive = r["verdict"] in claims.DECISIVE
     marks = ("" if (book_wide or {}).get((*key, claim), True) else NOT_BOOK_WIDE) + \
-        (BELOW_RAW_MARK if r["below raw"] and decisive else "")
+        (BELOW_RAW_MARK if r["below raw"] and decisive else "") + \
+        (SAME_DATA_MARK if _same_data(r) and r["verdict"] in evidence.WORDS[:4] else "")
     return f"{claims.verdict_text(r, marks)} {numbers}"
 
 
@@ -453,7 +461,8 @@ def verdicts_page(runs: list[dict], notebooks: dict, registration: dict | None =
               (f"Book-wide: {kept} of the {len(book_wide)} decisive words survive Holm's correction at 5% over every "
               f"test of this table (each cell with a word other than *not testable here*); {NOT_BOOK_WIDE} marks "
               f"the others. {BELOW_RAW_MARK}: a decisive word where every row the claim compares lies below the "
-              "raw input.")]
+              f"raw input. {SAME_DATA_MARK}: a word from seeds that all ran on the same data (the raw input scores "
+              "the same in each): its interval measures the training's noise, not the test bed's.")]
     return "\n".join(lines + _more_seeds(frames, runs)) + "\n"
 
 
@@ -475,7 +484,8 @@ MORE_SEEDS_TEXT = (
     "For each *inconclusive* cell: the seeds its adjusted interval would need for a decisive word if the gain and the "
     "spread of its seeds held (the same family, Student's t; `dml_tutorial.evidence.seeds_for_word`), and that word. "
     "A projection from the seeds that ran, not a promise: their mean and spread are estimates too. A cell that needs "
-    "several times its seeds has a gain small beside its spread: more seeds of this test bed would settle it slowly.")
+    "several times its seeds has a gain small beside its spread: more seeds of this test bed would settle it slowly. "
+    f"{SAME_DATA_MARK}: its seeds all ran on the same data, so more of them would shrink only the training's noise.")
 
 
 def _more_seeds(frames: dict, runs: list[dict]) -> list[str]:
@@ -488,7 +498,8 @@ def _more_seeds(frames: dict, runs: list[dict]) -> list[str]:
             for r in f.to_dict("records") if r["verdict"] == "inconclusive"]
     order = [profile for _, profile in reversed(SCALES)]  # the deciding test bed first, then the fewest seeds
     rows.sort(key=lambda row: (order.index(row[1]), _projected(row[2]) or evidence.MOST_SEEDS + 1))
-    table = [f"| {claims.NAMES.get(chapter, chapter)} | {label_tex(r['claim'])} | {heads[scale]} | {r['ours']:+.1f} "
+    table = [f"| {claims.NAMES.get(chapter, chapter)} | {label_tex(r['claim'])}{SAME_DATA_MARK * _same_data(r)} | "
+             f"{heads[scale]} | {r['ours']:+.1f} "
              f"({r['low']:+.1f} to {r['high']:+.1f}, {r['seeds']} seeds) | {_needs(r)} |" for chapter, scale, r in rows]
     return ["", f":::{{admonition}} What more seeds would decide: the {len(rows)} *inconclusive* cells",
             ":class: dropdown", "", MORE_SEEDS_TEXT, "",
