@@ -1,7 +1,17 @@
 """Argument checks shared by the modules: every public function raises ValueError with a message for people."""
 
+import inspect
+
 import numpy as np
 import torch
+
+
+def accepts(function, name: str) -> bool:
+    """Whether ``function`` (a function, a ``functools.partial``) takes the keyword ``name``."""
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):
+        return False
 
 
 def as_tensor(x, name: str, dtype=None) -> torch.Tensor:

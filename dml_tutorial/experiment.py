@@ -18,10 +18,11 @@ by seed.
 
 from __future__ import annotations
 
-import inspect
+import dataclasses
 import json
 import math
 import re
+import shutil
 import sys
 import time
 from dataclasses import dataclass
@@ -34,7 +35,7 @@ from tqdm import tqdm
 
 from . import __version__, augment, evidence, metrics, models, objective, pretrain, sampling, train
 from . import noise as label_noise
-from ._checks import check_choice
+from ._checks import accepts, check_choice
 from .data import ArrayDataset, input_shape, stack
 from .spec import as_data, fingerprint
 from .tables import REFERENCES, STARTED
@@ -387,8 +388,9 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
     for: a run whose loss or settings changed (a margin, a term's sigma) is another file, trained anew. A run that
     accepts a ``checkpoint`` (:func:`train_and_retrieve`, :func:`train_and_probe`) also keeps its training in
     progress there (``<key>-seed<s>-<hash>.partial.pt``: after every epoch, or every ``cfg.checkpoint_seconds``, 300
-    on a GPU), so that a run interrupted mid-way (a disconnected Colab runtime) resumes from its last save. Delete
-    the folder to start afresh.
+    on a GPU), so that a run interrupted mid-way (a disconnected Colab runtime) resumes from its last save; a
+    search's trial also keeps its training's last state (``<key>-seed<s>-<hash>.state.pt``), which its next length
+    goes on from (:func:`run_one`). Delete the folder to start afresh.
 
     ``progress=True`` (the GPU profiles) passes ``progress`` to runs that accept it (a per-epoch bar with the loss
     and the time left) and prints a line after each run: how long it took and about how long the rest will."""
@@ -397,17 +399,19 @@ def grid(configs: dict, seeds, run, description: str = "runs", cache=None, progr
         raise ValueError("grid needs at least one seed")
     jobs = [(key, seed, partial(_call, run, kwargs, seed), {"run": run, "kwargs": kwargs, "seed": seed})
             for key, kwargs in configs.items() for seed in seeds]
-    return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
+    return _run_jobs(jobs, accepts(run, "progress"), accepts(run, "checkpoint"), description, cache, progress)
 
 
-def run_grid(specs, run, description: str = "runs", cache=None, progress: bool | None = False) -> dict:
+def run_grid(specs, run, description: str = "runs", cache=None, progress: bool | None = False,
+             keep: bool = False) -> dict:
     """A chapter's grid (:class:`~dml_tutorial.spec.RunSpec` s, e.g. :func:`dml_tutorial.clustering.grid`) run by
     ``run(spec) -> Run`` (a chapter's runner, e.g. :func:`dml_tutorial.clustering.run_spec`), as :func:`grid` runs
     its configurations: ``{(table, row, column): [Run per seed, in the specs' order]}``
     (:func:`dml_tutorial.spec.table_of` reads one table), one progress bar, and with a ``cache`` each finished
     run kept under the hash of the spec's data and the runner's (the data it binds), but for a run that keeps its
     weights (``options["keep_state"]``: the cache keeps metrics and embeddings, not weights), which always trains.
-    Two specs of one key and seed are an error."""
+    ``keep``: each training's last state stays in the cache too (:func:`run_one`). Two specs of one key and seed
+    are an error."""
     specs = list(specs)
     seen = [(spec.key, spec.seed) for spec in specs]
     twice = sorted({str(k) for k in seen if seen.count(k) > 1})
@@ -415,7 +419,8 @@ def run_grid(specs, run, description: str = "runs", cache=None, progress: bool |
         raise ValueError(f"the grid declares these runs more than once: {', '.join(twice)}")
     jobs = [(spec.key, spec.seed, partial(run, spec),
              None if spec.options.get("keep_state") else {"run": run, "spec": spec.data()}) for spec in specs]
-    return _run_jobs(jobs, _accepts(run, "progress"), _accepts(run, "checkpoint"), description, cache, progress)
+    return _run_jobs(jobs, accepts(run, "progress"), accepts(run, "checkpoint"), description, cache, progress,
+                     keep=keep)
 
 
 def recall_checkpoint(test, metric: str, cfg):
@@ -431,10 +436,36 @@ def recall_checkpoint(test, metric: str, cfg):
     return evaluate
 
 
-def run_one(spec, run, cache=None, progress: bool | None = False) -> Run:
+def run_one(spec, run, cache=None, progress: bool | None = False, after=None, keep: bool = False) -> Run:
     """One :class:`~dml_tutorial.spec.RunSpec` through :func:`run_grid` (its cache, its resumable checkpoint, its
-    count in the plan's check): a search's trial (:func:`dml_tutorial.search.best_shot`)."""
-    return run_grid([spec], run, spec.row, cache=cache, progress=progress)[spec.key][0]
+    count in the plan's check): a search's trial (:func:`dml_tutorial.search.best_shot`). ``keep``: the training's
+    last state stays in the cache; ``after``: the spec of a shorter run of the same training (only its length,
+    ``settings.epochs``, differs), whose kept state this one goes on from instead of training its first epochs
+    again (:func:`_go_on_from`): a search's next length."""
+    if cache is not None and after is not None:
+        _go_on_from(after, spec, run, cache)
+    return run_grid([spec], run, spec.row, cache=cache, progress=progress, keep=keep)[spec.key][0]
+
+
+def _go_on_from(shorter, spec, run, cache) -> bool:
+    """Start ``spec``'s training from the last state the cache kept of ``shorter`` (its resumable checkpoint:
+    :func:`_cached` resumes it), where ``spec`` has no result or training in progress yet. The same as training
+    from the start: a longer training passes through the shorter one's state at its end, since the batches, the
+    random draws and the rate (a scheduler's settings stay the longer run's, :data:`train.SCHEDULER_PROGRESS`)
+    do not depend on the length, and the shorter one's last evaluation falls on the longer one's checkpoints
+    (its length a multiple of ``settings.eval_every``; else it trains from the start). Returns whether it did."""
+    if dataclasses.replace(shorter, settings=shorter.settings.replace(epochs=spec.settings.epochs)).data() != spec.data():
+        raise ValueError(f"only a shorter run of the same training can be gone on from: {shorter.key} for {spec.key}")
+    if spec.settings.epochs <= shorter.settings.epochs or shorter.settings.epochs % (spec.settings.eval_every or 1):
+        return False
+    path, _, settings = _cache_path(cache, spec.key, spec.seed, {"run": run, "spec": spec.data()})
+    state = _kept(_cache_path(cache, shorter.key, shorter.seed, {"run": run, "spec": shorter.data()})[0], "state")
+    partial_path = _kept(path, "partial")
+    if path.exists() or partial_path.exists() or not state.exists():
+        return False
+    shutil.copyfile(state, partial_path)
+    partial_path.with_name(partial_path.name + ".settings").write_text(json.dumps(settings))
+    return True
 
 
 def best_shots(chapter, cfg, seed: int, run, cache=None, plan=None, progress: bool | None = False) -> dict:
@@ -460,17 +491,19 @@ def _call(run, kwargs, seed, **extra):
     return run(**kwargs, **extra, seed=seed)
 
 
-def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progress, counted: bool = True) -> dict:
+def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progress, counted: bool = True,
+              keep: bool = False) -> dict:
     """The loop of :func:`grid`, :func:`run_grid` and :func:`references`: ``jobs`` of ``(key, seed, call(**extra) ->
     Run, what makes it)``, each run or loaded from ``cache`` (a load recorded as a cached training where
-    ``counted``); ``{key: [Run]}`` in the jobs' order."""
+    ``counted``; each training's last state kept where ``keep``: :func:`_cached`); ``{key: [Run]}`` in the jobs'
+    order."""
     out = {}
     total, done, trained_seconds, trained = len(jobs), 0, 0.0, 0
     with tqdm(total=total, desc=description, mininterval=1.0, file=sys.stderr, disable=progress is not False) as bar:
         for key, seed, call, made_of in jobs:
             began = time.perf_counter()
             extra = {"progress": progress} if progress and takes_progress else {}
-            result, loaded = _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted)
+            result, loaded = _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted, keep)
             out.setdefault(key, []).append(result)
             done += 1
             bar.update()
@@ -484,22 +517,27 @@ def _run_jobs(jobs, takes_progress, takes_checkpoint, description, cache, progre
     return out
 
 
-def _accepts(run, name: str) -> bool:
-    try:
-        return name in inspect.signature(run).parameters
-    except (TypeError, ValueError):
-        return False
-
-
-def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted=True) -> tuple[Run, bool]:
-    """One run, and whether it was loaded from ``cache`` (under the hash of ``made_of`` as data, with the package
-    version; ``made_of=None``: a run never cached)."""
-    if cache is None or made_of is None:
-        return call(**extra), False
+def _cache_path(cache, key, seed, made_of) -> tuple[Path, str, dict]:
+    """Where ``cache`` keeps a run: its file (``<key>-seed<s>-<hash>.pt``), its name for the count of trainings,
+    and what made it as data with the package version (what the file must hold to be loaded)."""
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
     settings = as_data({**made_of, "version": __version__})
-    digest = fingerprint(settings)[:10]
-    path = Path(cache) / f"{name}-seed{seed}-{digest}.pt"  # another loss parameter or setting: another file
+    return Path(cache) / f"{name}-seed{seed}-{fingerprint(settings)[:10]}.pt", name, settings
+
+
+def _kept(path: Path, what: str) -> Path:
+    """A run's other files beside its cached result: ``partial`` (its training in progress), ``state`` (its
+    training's last state, kept for a longer run to go on from: :func:`run_one`)."""
+    return path.with_name(f"{path.stem}.{what}.pt")
+
+
+def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted=True, keep=False) -> tuple[Run, bool]:
+    """One run, and whether it was loaded from ``cache`` (under the hash of ``made_of`` as data, with the package
+    version; ``made_of=None``: a run never cached). ``keep``: its training's last state stays in the cache, for a
+    longer run of the same training to go on from (:func:`run_one`)."""
+    if cache is None or made_of is None:
+        return call(**extra), False
+    path, name, settings = _cache_path(cache, key, seed, made_of)  # another loss parameter or setting: another file
     if path.exists():
         state = torch.load(path, weights_only=False)
         if state.get("settings") == settings:
@@ -509,7 +547,7 @@ def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted=Tr
                        train_embeddings=state.get("train_embeddings"),
                        test_predictions=state.get("test_predictions")), True
         print(f"{path} was trained under other settings: training it again", file=sys.stderr, flush=True)
-    partial_path = path.with_name(path.stem + ".partial.pt")
+    partial_path = _kept(path, "partial")
     if takes_checkpoint:
         stale = partial_path.with_name(partial_path.name + ".settings")
         if partial_path.exists() and (not stale.exists() or json.loads(stale.read_text()) != settings):
@@ -521,6 +559,8 @@ def _cached(call, made_of, key, seed, cache, extra, takes_checkpoint, counted=Tr
     train.save_checkpoint(path, metrics=result.metrics, test_embeddings=result.test_embeddings,
                           history=result.history.records, train_embeddings=result.train_embeddings,
                           test_predictions=result.test_predictions, settings=settings)
+    if keep and partial_path.exists():
+        partial_path.replace(_kept(path, "state"))
     for leftover in (partial_path, partial_path.with_name(partial_path.name + ".settings")):
         leftover.unlink(missing_ok=True)
     return result, False

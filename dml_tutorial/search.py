@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from . import ladder
+from ._checks import accepts
 from .spec import RunSpec
 
 
@@ -111,13 +112,19 @@ def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None 
     Run`` (the chapter's runner, through :func:`dml_tutorial.experiment.run_one` for its cache) with
     ``rule.metric`` in its history every ``rule.every`` epochs. ``vary(spec, name, value) -> spec`` sets the knob
     where it is not a settings field (a loss's weight); the rate is ``settings.lr``, the length
-    ``settings.epochs``. Returns the :class:`Choice`."""
+    ``settings.epochs``. Where ``run`` takes ``after`` and ``keep`` (:func:`dml_tutorial.experiment.run_one`), a
+    trial the search may lengthen keeps its last state, and its longer trial goes on from it: the same curve as
+    training from the start, without its first epochs again. Returns the :class:`Choice`."""
     knob = rule.knob
     curves = {}  # (lr, knob value, epochs) -> {epoch: score}
+    goes_on = accepts(run, "after") and accepts(run, "keep")
 
-    def trial(lr, value, epochs):
+    def trial(lr, value, epochs, shorter=None):
         if (lr, value, epochs) not in curves:
-            curves[(lr, value, epochs)] = _curve(run(trial_spec(spec, rule, lr, value, epochs, vary)), rule.metric)
+            at = trial_spec(spec, rule, lr, value, epochs, vary)
+            more = {"keep": epochs < rule.lengths[-1],  # a longer trial may go on from it
+                    "after": shorter and trial_spec(spec, rule, lr, value, shorter, vary)} if goes_on else {}
+            curves[(lr, value, epochs)] = _curve(run(at, **more), rule.metric)
         return max(curves[(lr, value, epochs)].values())
 
     def best():
@@ -131,8 +138,8 @@ def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None 
             trial(lr, value, epochs)
     lr, value, epochs = best()
     while _length(curves[(lr, value, epochs)]) == epochs and epochs < rule.lengths[-1]:
-        epochs = rule.lengths[rule.lengths.index(epochs) + 1]
-        trial(lr, value, epochs)
+        epochs, shorter = rule.lengths[rule.lengths.index(epochs) + 1], epochs
+        trial(lr, value, epochs, shorter)
     lr, value, longest = best()
     length = _length(curves[(lr, value, longest)])
     values = {"lr": lr, **({knob.name: value} if knob else {}), "epochs": length}

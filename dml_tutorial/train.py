@@ -240,6 +240,13 @@ def step(loss, optimizer, scaler, epoch: int) -> None:
     scaler.update()
 
 
+#: What a resumed scheduler takes from its checkpoint: how far it got (its epoch, steps and current rates). Its
+#: settings (a step size, a decay) stay its own: a longer training continued from a shorter one's last state (a
+#: search's next length, :func:`dml_tutorial.experiment.run_one`) keeps the longer one's schedule, whose first
+#: epochs are the shorter one's where the rate does not step before its end.
+SCHEDULER_PROGRESS = ("last_epoch", "_step_count", "_last_lr", "_is_initial", "_get_lr_called_within_step")
+
+
 def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, scaler, scheduler=None, evaluate=None,
               eval_model=None, eval_every: int = 1, checkpoint=None, resume: bool = True,
               checkpoint_every: float = 0.0, device, progress: bool, description: str, counted: bool = True,
@@ -251,7 +258,8 @@ def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, s
     ``scheduler`` steps once an epoch. With ``checkpoint`` the state after an epoch is saved there (``module``,
     ``optimizer``, ``scaler``, ``scheduler``, every object of ``extra`` that is not ``None``: a loss's parameters, a
     generator (:class:`GeneratorState`); the random states and the history) and, with ``resume``, a training that
-    finds one there goes on from it, to the same result. It is saved after the last epoch and after any epoch that
+    finds one there goes on from it, to the same result (the scheduler's progress from the checkpoint, its
+    settings its own: :data:`SCHEDULER_PROGRESS`). It is saved after the last epoch and after any epoch that
     ends ``checkpoint_every`` seconds or more after the last save (0: every epoch): a ResNet-50 with Adam's state
     is about 300 MB a save, which every epoch of a colab chapter's runs made 12-15 GB of writes (issue #88); a
     resume then repeats at most that many seconds. The training is recorded (:func:`record_training`) unless not
@@ -267,7 +275,8 @@ def epochs_of(module: torch.nn.Module, epoch_steps, *, epochs: int, optimizer, s
                 obj.load_state_dict(state[name])
         optimizer.load_state_dict(state["optimizer"])
         if scheduler is not None and state.get("scheduler"):
-            scheduler.load_state_dict(state["scheduler"])
+            scheduler.load_state_dict({**scheduler.state_dict(), **{k: v for k, v in state["scheduler"].items()
+                                                                     if k in SCHEDULER_PROGRESS}})
         if state.get("scaler"):
             scaler.load_state_dict(state["scaler"])
         history, start = History(state["history"]), state["epoch"]

@@ -536,3 +536,30 @@ def test_the_chapters_lines_pair_each_step_by_seed_and_read_the_papers_time_rati
     assert heads[0].startswith("CBS, cosine head             - CBS: R@1") and "- SME: R@1" in heads[1]
     times = clustering.time_lines(ablation, {"SME": 10, "only L_rim": 10, "CBS": 20, "CBSwR": 40})
     assert times[2] == "CBS       : 3.00x SME here, 2.00x in the paper"
+
+
+@pytest.mark.parametrize("method", ["CBSwR", "SME"])
+def test_a_longer_search_trial_goes_on_from_the_shorter_ones_last_state_to_the_run_from_the_start(method, tmp_path,
+                                                                                                monkeypatch):
+    """The search's next length (experiment.run_one's ``after``) for an unsupervised trial: 4 epochs gone on from
+    the kept state of 2 end where 4 epochs from the start do (the R@1 curve, the embeddings)."""
+    import dataclasses
+
+    from dml_tutorial.spec import RunSpec
+
+    digits = data.load_dataset("digits", split="classes")
+    splits = dataclasses.replace(digits, train=digits.train.subset(range(96)), test=digits.test.subset(range(60)))
+    run = clustering.run_spec({"validation": splits}, "cpu")
+    cfg = profiles.settings("cbswr", "smoke").replace(epochs=2, batch_size=32, eval_every=2, threads=1, k=8, dim=16)
+    short = RunSpec("search", method, method, cfg, column=2, split="validation", options={"curve": "R@1"}, seed=3)
+    long = dataclasses.replace(short, settings=cfg.replace(epochs=4), column=4)
+    steps = []
+    monkeypatch.setattr(train, "record_training", lambda name, n, seconds, cached=False: steps.append(n))
+    whole = experiment.run_one(long, run, cache=tmp_path / "whole")
+    experiment.run_one(short, run, cache=tmp_path / "on", keep=True)
+    on = experiment.run_one(long, run, cache=tmp_path / "on", after=short)
+    assert steps == [12, 6, 6]  # 3 batches an epoch: 4 epochs, 2, then the 2 new ones
+    assert [(r["epoch"], r.get("R@1"), r["loss"]) for r in on.history.records] == \
+        [(r["epoch"], r.get("R@1"), r["loss"]) for r in whole.history.records]
+    assert [r["epoch"] for r in on.history.records if "R@1" in r] == [2, 4]
+    assert torch.equal(on.test_embeddings, whole.test_embeddings)

@@ -1,6 +1,8 @@
 """One noisy-label experiment end to end on a small offline dataset, the grid with its cache, the paired
 comparison against scipy's t distribution, and the table layout."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -445,3 +447,51 @@ def test_best_shots_runs_the_chapters_one_search_prints_each_choice_and_counts_t
     added.clear()
     assert experiment.best_shots(dcdl, profiles.settings("dcdl", "smoke"), 0, run, plan=Plan()) == {}
     assert added == [] and capsys.readouterr().out == ""  # a profile without a search: nothing run or said
+
+
+def _probed_trial(spec, progress=False, checkpoint=None, *, splits):
+    """A search trial probed as DCDL's are (train_and_probe's probe at every checkpoint)."""
+    return experiment.train_and_probe(splits, spec.method, spec.settings, k=4, seed=spec.seed, progress=progress,
+                                      checkpoint=checkpoint, probe_every=spec.settings.eval_every)
+
+
+@pytest.mark.parametrize("lr_step", [None, 3])
+@pytest.mark.parametrize("trial", ["retrieval", "probe"])
+def test_a_longer_trial_goes_on_from_the_shorter_ones_last_state_to_the_run_from_the_start(tmp_path, lr_step, trial,
+                                                                                          monkeypatch):
+    """A search's next length (run_one's ``after``): 6 epochs gone on from the kept state of 2 equal 6 epochs from
+    the start (history, metrics, embeddings), training only the 4 new epochs; for a retrieval trial (the noise
+    chapter's runner: EPS, ECAML and the bench train the same way) and a probed one (DCDL's). Without a step
+    (``lr_step=None``) the shorter run's scheduler steps at its own length + 1: the longer one keeps its own."""
+    from functools import partial
+
+    from dml_tutorial import guarantees, losses, spec
+
+    splits = data.load_dataset("subclusters", split="classes", seed=0, num_classes=6, modes_per_class=2,
+                               samples_per_mode=12)
+    run = guarantees.run_spec({"validation": splits}, "cpu") if trial == "retrieval" else \
+        partial(_probed_trial, splits=splits)
+    cfg = Settings(profile="test", dataset="subclusters", model="mlp", dim=8, epochs=2, lr=1e-2, lr_step=lr_step,
+                   threads=1, p=3, k=4, batches_per_epoch=3, eval_every=2)
+    metric = "R@1" if trial == "retrieval" else "probe accuracy"
+    short = spec.RunSpec("search", "triplet", partial(losses.triplet_loss, negatives="semihard-random"), cfg,
+                         column=2, split="validation", options={"curve": metric}, seed=1)
+    long = dataclasses.replace(short, settings=cfg.replace(epochs=6), column=6)
+    steps = []
+    monkeypatch.setattr(train, "record_training", lambda name, n, seconds, cached=False: steps.append(n))
+    whole = experiment.run_one(long, run, cache=tmp_path / "whole")
+    experiment.run_one(short, run, cache=tmp_path / "on", keep=True)
+    assert len(list((tmp_path / "on").glob("*.state.pt"))) == 1 and not list((tmp_path / "on").glob("*.partial*"))
+    on = experiment.run_one(long, run, cache=tmp_path / "on", after=short)
+    assert steps == [18, 6, 12]  # 6 epochs of 3 batches; 2; then only the 4 new ones
+
+    def without_seconds(records):
+        return [{k: v for k, v in r.items() if k != "seconds"} for r in records]
+
+    assert without_seconds(on.history.records) == without_seconds(whole.history.records)
+    assert [r["epoch"] for r in on.history.records if metric in r] == [2, 4, 6]
+    assert {k: v for k, v in on.metrics.items() if k != "seconds"} == \
+        {k: v for k, v in whole.metrics.items() if k != "seconds"}
+    assert torch.equal(on.test_embeddings, whole.test_embeddings)
+    with pytest.raises(ValueError, match="only a shorter run of the same training"):
+        experiment.run_one(dataclasses.replace(long, seed=2), run, cache=tmp_path / "on", after=short)

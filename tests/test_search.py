@@ -1,6 +1,7 @@
 """The one best-shot search (dml_tutorial.search) against a brute force over every ladder point, on runners whose
 validation curve is a known function of the rate, the knob and the epoch."""
 
+import dataclasses
 import itertools
 import math
 
@@ -86,6 +87,28 @@ def test_a_length_at_the_ladders_end_is_recorded_as_an_edge():
     choice = search.best_shot(_spec(), rule, Runner(lambda lr, tau, epoch: epoch - abs(math.log10(lr / 1e-3))))
     assert choice.values == {"lr": 1e-3, "epochs": 4} and choice.edges == ["epochs"]
     assert [t["epochs"] for t in choice.trials] == [2, 2, 2, 4]  # 1e-3, then 3e-3 and 3e-4 flank it, then longer
+
+
+def test_a_lengthened_trial_goes_on_from_the_shorter_one_where_the_runner_can():
+    """With a runner that takes ``after`` and ``keep`` (experiment.run_one), the trials the search may lengthen
+    keep their last state and each longer trial names the shorter one it goes on from; the choice is the same as
+    with a runner that cannot."""
+    score = _peak(1e-3, 0.1, rising_until=100)  # still rising at the end: lengthened to the ladder's last
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(2, 4, 8), every=2)
+    asked = []
+
+    class GoingOn(Runner):
+        def __call__(self, spec, after=None, keep=False):
+            asked.append((spec.settings.epochs, after and (after.settings.epochs, after.settings.lr), keep))
+            assert after is None or after.data() == dataclasses.replace(
+                spec, settings=spec.settings.replace(epochs=after.settings.epochs)).data()
+            return super().__call__(spec)
+
+    choice = search.best_shot(_spec(), rule, GoingOn(score))
+    assert choice == search.best_shot(_spec(), rule, Runner(score))
+    lr = choice.values["lr"]
+    assert [a for a in asked if a[0] > 2] == [(4, (2, lr), True), (8, (4, lr), False)]  # the last length: not kept
+    assert all(after is None and keep for epochs, after, keep in asked if epochs == 2)
 
 
 def test_a_trial_without_its_curve_and_bad_rules_are_refused():
