@@ -593,6 +593,7 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
                      f"{post_hoc} of its {n} words {'is' if post_hoc == 1 else 'are'}")
             sure += f"; {which} *post hoc*, decided by a run made before the claim's definition was committed"
         scale = SUMMARY_SCALES[DECIDING]
+        sure += _open_words(deciding, scale)
         lines += [f"## {claims.NAMES.get(chapter, chapter)}", "",
                   f"**The paper claims** that {claims.CLAIMED[chapter]}", "",
                   (f"**What we found on {scale}**, where the words are decided (our gain, paired by seed, with its "
@@ -601,6 +602,27 @@ def summary_page(runs: list[dict], notebooks: dict, registration: dict | None = 
                   (f"**Elsewhere**: {'; '.join(others)}. " if others else "") + f"**How sure**: {sure}. "
                   f"{{ref}}`Why, in the findings <{chapter}-findings>`.", ""]
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _open_words(frame, scale: str) -> str:
+    """The summary's clause on the deciding scale's *inconclusive* words: the seeds a word would need at their
+    seeds' gain and spread (:func:`_projected`), and how many of them ran on the same data every seed."""
+    rows = [] if frame is None else [r for r in frame.to_dict("records") if r["verdict"] == "inconclusive"]
+    if not rows:
+        return ""
+    needs = sorted(n for r in rows if (n := _projected(r)) is not None)
+    same = sum(_same_data(r) for r in rows)
+    words = "its one *inconclusive* word" if len(rows) == 1 else f"its {len(rows)} *inconclusive* words"
+    said = (f"; {words} on {scale} would need {needs[0] if len(needs) == 1 else f'{needs[0]} to {needs[-1]}'} "
+            f"seeds for a word at {'its' if len(rows) == 1 else 'their'} seeds' gain and spread" if needs else
+            f"; {words} on {scale}: no projection")
+    if len(needs) < len(rows) and needs:
+        said += f" ({len(rows) - len(needs)} more than {evidence.MOST_SEEDS} or none)"
+    if not same:
+        return said
+    which = "it comes" if len(rows) == 1 else "all of them come" if same == len(rows) else \
+        f"{same} of them come" if same > 1 else "one comes"
+    return f"{said}; {which} from seeds that share their data and vary only the training"
 
 
 VERDICT_RULES = (

@@ -523,3 +523,33 @@ def test_record_for_a_start_uses_its_settings_seeds_and_device_and_prints_the_ca
     assert first["settings"] == json.loads(json.dumps(start.cfg.to_dict())) and first["choices"] == {"head": "linear"}
     with pytest.raises(ValueError, match="declared table"):  # report.record's own checks still apply
         report.record_for(start, tables.EPS_MAIN.title, measured)
+
+
+def test_the_summary_gives_the_seeds_its_inconclusive_words_would_need_as_the_verdict_tables_fold_does():
+    """Each paper's "How sure": its inconclusive words on test bed II, and the fewest and most seeds they would need
+    for a word; read back against the verdict table's folded list of the same cells (both regenerated from the
+    committed runs), and worded for one word, for cells on shared data, and for none."""
+    import re as regex
+
+    summary = (report.PAGES / "summary.md").read_text()
+    folded = (report.PAGES / "verdicts.md").read_text().split("What more seeds would decide", 1)[1]
+    needs = {}
+    for line in folded.splitlines():
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 5 and cells[2] == "test bed II":
+            needs.setdefault(cells[0], []).append(int(cells[4].split()[0]))
+    assert needs, "the verdict table folds no test bed II cell"
+    for chapter in claims.CLAIMED:
+        section = summary.split(f"## {claims.NAMES[chapter]}\n", 1)[1].split("\n## ", 1)[0]
+        said = regex.search(r"its (\d+) \*inconclusive\* words on test bed II would need (\d+) to (\d+) seeds", section)
+        mine = needs.get(claims.NAMES[chapter])
+        assert (said is None) == (mine is None or len(mine) < 2), chapter
+        if said:
+            assert [int(g) for g in said.groups()] == [len(mine), min(mine), max(mine)], chapter
+    row = {"verdict": "inconclusive", "seeds for a word": 14, "data varies": False, "mde": 5.0}
+    frame = pd.DataFrame([row, {**row, "verdict": "supported"}])
+    assert report._open_words(frame, "test bed II") == (
+        "; its one *inconclusive* word on test bed II would need 14 seeds for a word at its seeds' gain and spread; "
+        "it comes from seeds that share their data and vary only the training")
+    assert report._open_words(frame[frame["verdict"] == "supported"], "test bed II") == ""
+    assert report._open_words(None, "test bed II") == ""
