@@ -17,9 +17,11 @@ The protocol of a chapter at a profile is everything that decides its words, oth
 
 One protocol a chapter, not one a claim: the claims of a chapter share their family, so a change to any of them is
 a change to all. ``dml-tutorial report`` writes each registered protocol's hash to :data:`PROTOCOLS` (tested equal
-to the code, as the claims' registry is); each run file records the hash it ran under (:func:`sha256`), and a cell
-whose runs ran under another protocol than the one registered before them is post hoc
-(:func:`dml_tutorial.registry.status`).
+to the code, as the claims' registry is), with the hash of its part that decides words (:func:`deciding`: the
+claims and the rule); each run file records the hash it ran under (:func:`sha256`). A cell is post hoc where its
+runs' protocol was not registered before them, or where the claims or the rule changed since
+(:func:`dml_tutorial.registry.status`): a re-run's protocol, registered before it starts, leaves the runs it will
+replace as registered as they were.
 
     protocol.sha256("cbswr", "glyphs2")  # '3f0c...'
 """
@@ -51,16 +53,25 @@ def seeds(chapter: str, profile: str, root: Path = REPOSITORY) -> list | None:
 
 def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
     """The protocol of ``chapter`` at ``profile`` as data (the module docstring's five parts)."""
-    from . import evidence, plan, profiles
-    from .claims import CLAIMS
+    from . import plan, profiles
 
     cfg = profiles.settings(chapter, profile)
     ran = seeds(chapter, profile, root)
     grid = plan.SPECS[chapter](cfg, ran if ran is not None else range(cfg.n_seeds)) if chapter in plan.SPECS else []
     return {"settings": _what(cfg.to_dict()),
             "grid": [{**data, "settings": _what(data["settings"])} for data in (spec.data() for spec in grid)],
-            "seeds": ran,
-            "claims": [definition(chapter, c) for c in CLAIMS.get(chapter, [])],
+            "seeds": ran, **deciding(chapter)}
+
+
+def deciding(chapter: str) -> dict:
+    """The part of a protocol that turns runs into words: the chapter's family of claims and the decision rule
+    (the rest says how runs are made). Runs made under a registered protocol keep their registration while this
+    part stays the same (:func:`dml_tutorial.registry.status`), so the next protocol of a chapter can be registered
+    before its runs without making the runs it will replace post hoc."""
+    from . import evidence
+    from .claims import CLAIMS
+
+    return {"claims": [definition(chapter, c) for c in CLAIMS.get(chapter, [])],
             "rule": {"words": list(evidence.WORDS), "confidence": 0.95, "adjustment": "Bonferroni over the chapter",
                      "min_seeds": evidence.MIN_SEEDS}}
 
@@ -78,11 +89,12 @@ def sha256(chapter: str, profile: str, root: Path = REPOSITORY) -> str:
 
 
 def lines(root: Path = REPOSITORY) -> list[str]:
-    """The lines of :data:`PROTOCOLS`: each chapter with claims at each profile of :data:`REGISTERED`."""
+    """The lines of :data:`PROTOCOLS`: each chapter with claims at each profile of :data:`REGISTERED`, its
+    protocol's hash and that of the part that decides words (:func:`deciding`)."""
     from .claims import CLAIMS
 
-    return [json.dumps({"chapter": chapter, "profile": profile, "sha256": sha256(chapter, profile, root)})
-            for chapter in CLAIMS for profile in REGISTERED]
+    return [json.dumps({"chapter": chapter, "profile": profile, "sha256": sha256(chapter, profile, root),
+                        "words": fingerprint(deciding(chapter))}) for chapter in CLAIMS for profile in REGISTERED]
 
 
 def write(root: Path = REPOSITORY) -> Path:

@@ -115,6 +115,23 @@ def registered_protocols(root: Path = REPOSITORY) -> dict:
     return {(e["chapter"], e["profile"]): (e["sha256"], c) for e, c, _ in _blame(Path(root), PROTOCOLS)}
 
 
+def protocol_history(root: Path = REPOSITORY) -> dict:
+    """``{(chapter, profile): [(protocol hash, words hash or None, commit)]}``, oldest first: each protocol ever
+    committed to :data:`PROTOCOLS` with the first commit that held it (its registration) and the hash of its part
+    that decides words (:func:`dml_tutorial.protocol.deciding`; from any committed line of that protocol that
+    records it, ``None`` where none does)."""
+    log = _git(Path(root), "log", "--reverse", "--format=%H", "--", str(PROTOCOLS)).stdout.split()
+    out, words = {}, {}
+    for commit in log:
+        text = _git(Path(root), "show", f"{commit}:{PROTOCOLS.as_posix()}", check=False).stdout
+        for e in map(json.loads, filter(None, text.splitlines())):
+            key = (e["chapter"], e["profile"])
+            if e["sha256"] not in [sha for sha, _ in out.get(key, [])]:
+                out.setdefault(key, []).append((e["sha256"], commit))
+            words[key, e["sha256"]] = words.get((key, e["sha256"])) or e.get("words")
+    return {key: [(sha, words[key, sha], commit) for sha, commit in found] for key, found in out.items()}
+
+
 @cache
 def is_ancestor(first: str, then: str, root: Path = REPOSITORY) -> bool:
     """Whether commit ``first`` is ``then`` or one of its ancestors (``False`` where either is unknown here)."""
@@ -125,7 +142,8 @@ def is_ancestor(first: str, then: str, root: Path = REPOSITORY) -> bool:
 
 #: Why a cell is post hoc (:func:`status`): its claim's definition, or its chapter's protocol.
 LATE_DEFINITION = "the claim was defined after the run"
-CHANGED_PROTOCOL = "the run's protocol is not the one registered before it"
+CHANGED_PROTOCOL = ("the run's protocol was not registered before it, or the claims or rule that decide its words "
+                    "changed since")
 
 
 def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
@@ -133,14 +151,16 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
     commit, "runs": [run commits, oldest first], "post hoc": bool, "after": the first run commit that makes it post
     hoc, or None, "why": why (None where it is not)}}``. A run is late for a claim where the claim's definition was
     not committed before the commit the run was made from (read without its ``-dirty`` mark), or, for a run that
-    records its protocol's hash (:mod:`dml_tutorial.protocol`), where that hash is not the one registered for its
-    chapter and profile in a commit before it (:data:`CHANGED_PROTOCOL`: a protocol changed after it was
-    registered, or never registered). A run made before run files recorded their protocol is judged by its
-    definition alone."""
+    records its protocol's hash (:mod:`dml_tutorial.protocol`), where that hash was not registered for its
+    chapter and profile in a commit before it, or where the part of the protocol that decides words (the family
+    of claims and the rule, :func:`dml_tutorial.protocol.deciding`) is no longer the registered one's
+    (:data:`CHANGED_PROTOCOL`). A later protocol, registered for the runs that will replace these, leaves them
+    registered while it decides words the same way. A run made before run files recorded their protocol is judged
+    by its definition alone."""
     from .claims import CLAIMS
     from .tables import key
 
-    reg, protocols = registered(root), registered_protocols(root)
+    reg, protocols, history_ = registered(root), registered_protocols(root), protocol_history(root)
     out = {}
     for chapter, listed in CLAIMS.items():
         for claim in listed:
@@ -151,7 +171,8 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
                     made = by_profile.setdefault(run.get("profile"), {})
                     made.setdefault(run["commit"].removesuffix("-dirty"), []).append(run.get("protocol"))
             for profile, made in by_profile.items():
-                late = {c: _late(commit, c, hashes, protocols.get((chapter, profile)), Path(root))
+                now = protocols.get((chapter, profile))
+                late = {c: _late(commit, c, hashes, history_.get((chapter, profile), []), now and now[0], Path(root))
                         for c, hashes in made.items()}
                 after = next((c for c, why in late.items() if why), None)
                 out[f"{chapter}/{profile}/{claim.text}"] = {"registered": commit, "runs": list(made),
@@ -160,19 +181,24 @@ def status(runs: list[dict], root: Path = REPOSITORY) -> dict:
     return out
 
 
-def _late(definition: str, run: str, hashes: list, registered_protocol: tuple | None, root: Path) -> str | None:
+def _late(definition: str, run: str, hashes: list, registrations: list, current: str | None,
+          root: Path) -> str | None:
     """Why runs made from commit ``run`` (recording the protocol ``hashes``) are late for a claim whose definition
-    was committed in ``definition``, under the chapter's ``registered_protocol`` ``(hash, commit)``; ``None`` where
-    they are not."""
+    was committed in ``definition``, given the chapter's ``registrations`` (:func:`protocol_history`) and the
+    protocol registered now (``current``, its hash); ``None`` where they are not."""
     if not is_ancestor(definition, run, root):
         return LATE_DEFINITION
     recorded = [h for h in hashes if h is not None]
     if not recorded:
         return None
-    if registered_protocol is None or not is_ancestor(registered_protocol[1], run, root) or \
-            any(h != registered_protocol[0] for h in recorded):
-        return CHANGED_PROTOCOL
-    return None
+    words = {sha: w for sha, w, _ in registrations}
+    now = words.get(current)
+
+    def registered_for(h):  # registered before the run, and deciding words as the protocol registered now does
+        same_words = h == current or (now is not None and words.get(h) == now)
+        return same_words and any(sha == h and is_ancestor(c, run, root) for sha, _, c in registrations)
+
+    return None if all(registered_for(h) for h in recorded) else CHANGED_PROTOCOL
 
 
 def history(root: Path = REPOSITORY) -> dict:
@@ -267,18 +293,22 @@ def _retired_lines(entries: list[dict]) -> list[str]:
 def _protocol_lines(root: Path) -> list[str]:
     """The registry page's list of the registered protocols (:mod:`dml_tutorial.protocol`)."""
     try:
-        found = registered_protocols(root)
+        found, history_ = registered_protocols(root), protocol_history(root)
     except (RuntimeError, OSError, subprocess.CalledProcessError):  # no git clone here (an installed wheel)
-        found = {}
+        found, history_ = {}, {}
     if not found:
         return [f"No protocol is registered in this copy ({PROTOCOLS} under git).", ""]
     lines = ["## Protocols", "", ("Each chapter's protocol on a test bed that decides words (its settings, every "
              "run of its grid with each loss parameter, its seeds, its family of claims and the decision rule: "
-             "`dml_tutorial/protocol.py`), by hash. A run file records the hash it ran under; a run whose hash is "
-             "not the one registered before it makes its cells post hoc."), "",
-             "| chapter | profile | protocol | registered |", "|---|---|---|---|"]
-    lines += [f"| {chapter} | {profile} | `{sha[:12]}` | {commit[:7]} |"
-              for (chapter, profile), (sha, commit) in found.items()]
+             "`dml_tutorial/protocol.py`), by hash, each with the commit that registered it; the last of a chapter "
+             "is the one its next runs are made under. A run file records the hash it ran under; its cells are post "
+             "hoc where that protocol was not registered before it, or where the part that decides words (the "
+             "claims and the rule, its own hash here) is no longer the current protocol's."), "",
+             "| chapter | profile | protocol | deciding words | registered | now |", "|---|---|---|---|---|---|"]
+    for (chapter, profile), (current, _) in found.items():
+        for sha, words, commit in history_.get((chapter, profile), []):
+            lines.append(f"| {chapter} | {profile} | `{sha[:12]}` | {f'`{words[:12]}`' if words else 'not recorded'} "
+                         f"| {commit[:7]} | {'current' if sha == current else ''} |")
     return lines + [""]
 
 

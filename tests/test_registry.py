@@ -144,6 +144,44 @@ def test_a_run_under_another_protocol_than_the_registered_one_is_post_hoc(reposi
     assert late["post hoc"] and late["after"] == registered and late["runs"] == [registered]
 
 
+def test_a_later_protocol_that_decides_words_the_same_way_leaves_earlier_runs_registered(repository):
+    """Registering the protocol of a re-run before it starts (issue #86: EPS's next re-run changes how runs are
+    made, not its claims) must not make the runs it will replace post hoc; a change of the claims or the rule (the
+    part that decides words, its own hash) must. A protocol line without that hash is judged as before: only the
+    current protocol counts."""
+    r = repository
+    root = r["root"]
+
+    def register(*lines):
+        (root / protocol.PROTOCOLS).write_text("".join(json.dumps({"chapter": "dcdl", "profile": "glyphs", **e})
+                                                       + "\n" for e in lines))
+        _git(root, "add", "-A")
+        _git(root, "commit", "-q", "-m", "register")
+        return _git(root, "rev-parse", "HEAD")
+
+    def cell(made_from, sha):
+        run = {**_run(made_from, r["a"].table), "protocol": sha}
+        return registry.status([run], root)[f"dcdl/glyphs/{r['a'].text}"]
+
+    first = register({"sha256": "aaa"})  # registered before any line recorded its words
+    assert cell(first, "aaa")["post hoc"] is False
+    register({"sha256": "bbb"})
+    assert cell(first, "aaa")["why"] == registry.CHANGED_PROTOCOL  # words unknown: only the current one counts
+    register({"sha256": "bbb", "words": "w1"})
+    register({"sha256": "aaa", "words": "w1"})  # back to aaa, its words recorded now
+    register({"sha256": "ccc", "words": "w1"})  # the next re-run's protocol, deciding words as aaa did
+    history = registry.protocol_history(root)[("dcdl", "glyphs")]
+    assert [(sha, words) for sha, words, _ in history] == [("aaa", "w1"), ("bbb", "w1"), ("ccc", "w1")]
+    assert history[0][2] == first  # registered where it first appeared
+    assert cell(first, "aaa")["post hoc"] is False
+    assert cell(r["ran"], "aaa")["why"] == registry.CHANGED_PROTOCOL  # made before aaa was registered
+    register({"sha256": "ddd", "words": "w2"})  # a claim added or dropped: every earlier run's words change
+    assert cell(first, "aaa")["why"] == registry.CHANGED_PROTOCOL
+    page = "\n".join(registry._protocol_lines(root))
+    assert "| dcdl | glyphs | `ddd` | `w2` |" in page and page.count("| current |") == 1
+    assert "| dcdl | glyphs | `aaa` | `w1` | " + first[:7] + " |  |" in page
+
+
 def test_an_uncommitted_registry_registers_nothing(repository):
     r = repository
     (r["root"] / registry.REGISTRY).write_text("\n".join(r["lines"]) + "\n")  # edited, not committed
