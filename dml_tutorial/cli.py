@@ -6,7 +6,8 @@
   self-describing JSON file, by default next to the executed notebook (``<name>.results.json``).
 - ``sweep GRID.yaml [--devices 0,1] [--results DIR] [--dry-run]`` runs one chapter over a parameter grid (e.g.
   several seeds of the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
-  resumes; with several GPUs, runs go in parallel, one per GPU. ``--executor slurm`` submits each pending point as
+  resumes; with several GPUs, runs go in parallel, one per GPU, and ``--jobs N`` runs N at once on a CPU, each on
+  its share of the cores (:func:`_threads_per_point`). ``--executor slurm`` submits each pending point as
   a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
   run in progress (``data/pending/``, data/README.md), and the run in progress keeps its finished trainings
@@ -275,6 +276,28 @@ def _takes_runs(chapter: str) -> bool:
     return "RUNS" in pm.inspect_notebook(str(chapters()[chapter]))
 
 
+def _threads_per_point(chapter: str, jobs: int) -> int | None:
+    """The threads each of ``jobs`` points running at once on this CPU gets (its cores shared out, at least one),
+    given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`MACHINE_SETTINGS`); ``None``
+    for one point at a time, which keeps the profile's. Several single-threaded trainings make more steps a second
+    than one on every core (test bed II: 1.16x, ``benchmarks/bench_sweep_parallel.py``)."""
+    import papermill as pm
+
+    if jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {jobs}")
+    if jobs == 1:
+        return None
+    if "SETTINGS" not in pm.inspect_notebook(str(chapters()[chapter])):
+        raise ValueError(f"{chapter}'s notebook takes no SETTINGS, through which each point gets its threads: "
+                         "run its points one at a time (--jobs 1)")
+    return max(1, (os.cpu_count() or 1) // jobs)
+
+
+def _on_threads(params: dict, threads: int | None) -> dict:
+    """A point's parameters with its ``threads`` added to its ``SETTINGS`` (``None``: as they are)."""
+    return params if threads is None else {**params, "SETTINGS": {**(params.get("SETTINGS") or {}), "threads": threads}}
+
+
 class _Stop(Exception):
     """The sweep was told to stop (SIGTERM, SIGINT)."""
 
@@ -480,17 +503,26 @@ def _sweep(args, parser) -> int:
             print(f"{rid}: {'pending' if rid in pending else 'done'}")
         return 0
     devices = _devices(args.devices, spec)
+    if args.jobs > 1 and devices != [None]:
+        parser.error("--jobs runs several points at once on a CPU; on GPUs each point takes one (--devices)")
+    try:
+        threads = _threads_per_point(chapter, args.jobs)
+    except ValueError as err:
+        parser.error(str(err))
+    slots = devices * args.jobs
+    where = ", ".join(f"GPU {d}" if d else "the default device" for d in devices)
     print(f"{chapter}: {len(points)} runs in the grid, {len(points) - len(todo)} already have results, "
-          f"{len(todo)} to run on {', '.join(f'GPU {d}' if d else 'the default device' for d in devices)}", flush=True)
+          f"{len(todo)} to run on {where}" + (f", {args.jobs} at once on {threads} threads each" if threads else ""),
+          flush=True)
     free = queue.Queue()
-    for d in devices:
+    for d in slots:
         free.put(d)
     running, stopping = set(), threading.Event()  # the runs in progress; set once the sweep is told to stop
 
     def one(rid, params):
         device = free.get()
         try:
-            cmd, log = _command(chapter, rid, params, args)
+            cmd, log = _command(chapter, rid, _on_threads(params, threads), args)
             env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": device} if device is not None else {})}
             with open(log, "w") as f:
                 if stopping.is_set():
@@ -511,7 +543,7 @@ def _sweep(args, parser) -> int:
 
     failed, done = [], 0
     try:
-        with _stopped_by_signals(running, stopping), ThreadPoolExecutor(len(devices)) as pool:
+        with _stopped_by_signals(running, stopping), ThreadPoolExecutor(len(slots)) as pool:
             futures = {pool.submit(one, rid, p): rid for rid, p in todo}
             for future in tqdm(as_completed(futures), total=len(futures), desc=f"sweep {chapter}", file=sys.stderr):
                 code, log = future.result()
@@ -677,6 +709,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep = sub.add_parser("sweep", help="run a chapter over a parameter grid, resumably")
     sweep.add_argument("grid", type=Path, help="a YAML sweep file, e.g. data/sweeps/dcdl.yaml")
     sweep.add_argument("--devices", default=None, help="GPU ids to run on in parallel, e.g. 0,1 (default: all)")
+    sweep.add_argument("--jobs", type=int, default=1,
+                       help="points to run at once on a CPU, each on its share of the cores (its SETTINGS' threads; "
+                            "default 1: one point at a time on the profile's threads)")
     sweep.add_argument("--results", type=Path, default=written, help="results folder (default: data/results)")
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
     sweep.add_argument("--dry-run", action="store_true",

@@ -16,7 +16,7 @@ import pytest
 from dml_tutorial import chapters, cli
 from dml_tutorial.profiles import PROFILE_NAMES
 
-PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""\nRUNS = None'
+PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""\nRUNS = None\nSETTINGS = {}'
 BODY = """import os
 import time
 
@@ -38,6 +38,11 @@ if RUNS:  # the run cache: the first training is kept there, and loaded when the
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.touch()
     report.record("Cache", {"first training": {"loaded": [float(loaded)]}}, cfg=cfg, seeds=[SEED], device="cpu")
+if SETTINGS.get("threads"):  # a point run beside others (sweep --jobs): when it ran, and on how many threads
+    import pathlib
+    began = time.time()
+    time.sleep(3)
+    pathlib.Path(os.environ["TOY_JOBS"], f"seed-{SEED}").write_text(f"{SETTINGS['threads']} {began} {time.time()}")
 if FAIL or os.environ.get("TOY_FAIL"):  # after two tables: a run that fails late has measured something; a message over lines, a call too
     raise RuntimeError(
         "asked to fail:\\nfirst try, got:\\n<no network>\\n"
@@ -147,6 +152,29 @@ def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     assert not files[0].exists()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
+
+
+def test_sweep_jobs_runs_points_side_by_side_each_on_its_share_of_the_cores(folder, monkeypatch, capsys):
+    """``--jobs 2`` on a CPU: two points at once (their runs overlap in time), each given its share of the cores
+    as ``SETTINGS`` threads, which its run file records; refused beside GPUs, below 1, or for a chapter whose
+    notebook takes no SETTINGS."""
+    monkeypatch.setenv("TOY_JOBS", str(folder))
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1]\n")
+    results, output = folder / "results", folder / "runs"
+    argv = ["sweep", str(grid), "--results", str(results), "--output", str(output), "--jobs", "2"]
+    assert cli.main(argv) == 0
+    share = max(1, (os.cpu_count() or 1) // 2)
+    assert f"2 at once on {share} threads each" in capsys.readouterr().out
+    (t0, a0, b0), (t1, a1, b1) = ([float(x) for x in (folder / f"seed-{s}").read_text().split()] for s in (0, 1))
+    assert t0 == t1 == share and a0 < b1 and a1 < b0  # each began before the other ended
+    run = json.loads((results / "toy" / "smoke_seed-1.json").read_text())
+    assert run["parameters"]["SETTINGS"] == {"threads": share} and "SETTINGS" in run["command"]
+    assert "--jobs must be at least 1" in _fails(argv[:-1] + ["0"], capsys)
+    assert "on GPUs each point takes one" in _fails(argv + ["--devices", "0,1"], capsys)
+    nb = nbformat.read(folder / "notebooks" / "01_toy.ipynb", as_version=4)
+    nb.cells[1].source = PARAMETERS.replace("\nSETTINGS = {}", "")
+    nbformat.write(nb, folder / "notebooks" / "01_toy.ipynb")
+    assert "takes no SETTINGS" in _fails(argv, capsys)
 
 
 def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_once_it_is_done(folder, monkeypatch):
