@@ -512,7 +512,8 @@ def _sweep(args, parser) -> int:
     slots = devices * args.jobs
     where = ", ".join(f"GPU {d}" if d else "the default device" for d in devices)
     print(f"{chapter}: {len(points)} runs in the grid, {len(points) - len(todo)} already have results, "
-          f"{len(todo)} to run on {where}" + (f", {args.jobs} at once on {threads} threads each" if threads else ""),
+          f"{len(todo)} to run on {where}" + (f", {args.jobs} at once on {threads} thread{'s' * (threads > 1)} each"
+                                               if threads else ""),
           flush=True)
     free = queue.Queue()
     for d in slots:

@@ -164,7 +164,7 @@ def test_sweep_jobs_runs_points_side_by_side_each_on_its_share_of_the_cores(fold
     argv = ["sweep", str(grid), "--results", str(results), "--output", str(output), "--jobs", "2"]
     assert cli.main(argv) == 0
     share = max(1, (os.cpu_count() or 1) // 2)
-    assert f"2 at once on {share} threads each" in capsys.readouterr().out
+    assert f"2 at once on {share} thread{'s' * (share > 1)} each" in capsys.readouterr().out
     (t0, a0, b0), (t1, a1, b1) = ([float(x) for x in (folder / f"seed-{s}").read_text().split()] for s in (0, 1))
     assert t0 == t1 == share and a0 < b1 and a1 < b0  # each began before the other ended
     run = json.loads((results / "toy" / "smoke_seed-1.json").read_text())
