@@ -503,7 +503,8 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``, ``cfg.even_odd_replicates`` times a seed, the column
     the replicate); the sub-clusters (section 3: the triplet and the margin
     loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
-    each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``); the superclasses
+    each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``; a loss's variants at its
+    arm's rate and length, their own knob); the superclasses
     (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: the
     margin loss with EPS, then without it, at each of ``cfg.positives_per_class``, as many images a batch, each at
     its arm's choice); the same on the superclasses at each of ``cfg.superclass_positives``
@@ -519,7 +520,8 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
               {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
              for n in cfg.subcluster_noise for name in ("triplet", "margin") for use in (False, True)]
     pairs = arms(cfg, choices)  # each Table 2 row at its arm's best shot; the superclasses and Fig. 3b at theirs
-    rows += [(MAIN, row, "", eps_loss(name, use, **settings), search.tuned(cfg, choices, row), {"p": p, "k": k})
+    rows += [(MAIN, row, "", eps_loss(name, use, **settings), search.tuned(cfg, choices, label(name, use)),
+              {"p": p, "k": k})  # a loss's variant (MS at another lambda) at its arm's rate and length
              for without, with_eps, name, *both in pairs
              for row, use, settings in zip((without, with_eps), (False, True), both)]
     every = [(n, arm_label(n, "all positives")) for n in cfg.all_positives if n in cfg.losses]

@@ -121,3 +121,42 @@ def test_the_noise_chapters_tables_read_their_own_runs(monkeypatch):
     assert guarantees.at_checkpoints(made) is None and guarantees.checkpoint_gap_lines(made) == []
     share = guarantees.share_of_topline(made).rows[arm][f"p = {noisy:g}"]
     assert share == pytest.approx([(s + 0.25 + noisy) / (s + 0.35 + noisy) for s in (0, 1)])
+
+
+#: The trainings of a test bed II grid whose rate and length no search chose (issue #86's done-means asks for none),
+#: each with why it is left so: what a change must keep, or remove from here.
+UNSEARCHED = {
+    ("eps", "even/odd"): "Table 1's toy, as the paper runs it: a 2-D ConvNet from scratch on ten characters' parity "
+                         "at fixed settings; its claim compares the two arms at the same settings, not each at its "
+                         "best shot",
+    ("eps", "sub-clusters"): "section 3's demonstration on synthetic sub-clusters (an 8-d MLP); no claim reads it",
+    ("noise_guarantees", "other recipes"): "a control by design: each row's runner-up rate, one its search tried",
+    ("noise_guarantees", "checkpoints"): "a control by design: one run at the row's chosen rate observed at fixed "
+                                         "steps (cfg.checkpoint_steps), not trained to its chosen length",
+}
+
+
+@pytest.mark.parametrize("chapter", ["dcdl", "cbswr", "eps", "ecaml", "noise_guarantees", "bench"])
+def test_every_test_bed_ii_training_runs_at_a_rate_and_length_its_search_chose(chapter):
+    """Issue #86: no row trains at a value no search chose. A stand-in training whose held-out curve peaks at each
+    ladder's lowest rate and still rises at the longest length makes every search choose values no profile uses
+    by default; every training of the grid must then run at a chosen (rate, length), but for the tables of
+    :data:`UNSEARCHED`. (Table 2's MS at other lambdas trained at the profile's rate and length until this test.)"""
+    import math
+
+    from dml_tutorial import bench, clustering, dcdl, ecaml, eps
+
+    module = {"dcdl": dcdl, "cbswr": clustering, "eps": eps, "ecaml": ecaml, "noise_guarantees": guarantees,
+              "bench": bench}[chapter]
+    cfg = profiles.settings(chapter, "glyphs2")
+
+    def run(trial):
+        s, metric = trial.settings, trial.options["curve"]
+        return experiment.Run({}, None, train.History([{"epoch": e, "loss": 0.0, metric: e / 1000 - math.log10(s.lr)}
+                                                       for e in range(s.eval_every, s.epochs + 1, s.eval_every)]))
+
+    choices = module.best_shots(cfg, 0, run)
+    chosen = {(c["values"]["lr"], c["values"]["epochs"]) for c in choices["best shot"].values()}
+    assert (cfg.lr, cfg.epochs) not in chosen  # the stand-in tells a chosen value from the profile's
+    off = {(chapter, s.table) for s in module.grid(cfg, [0], choices) if (s.settings.lr, s.settings.epochs) not in chosen}
+    assert off == {key for key in UNSEARCHED if key[0] == chapter}
