@@ -266,6 +266,32 @@ GRIDS = {"foundations": _foundations, "dcdl": _dcdl, "ecaml": _ecaml, "eps": _ep
 #: a search would choose (a choice changes what a run trains with, not how many runs there are).
 SPECS = {"dcdl": dcdl.grid, "ecaml": ecaml.grid, "eps": eps.grid, "cbswr": clustering.grid, "bench": bench.grid,
          "noise_guarantees": lambda cfg, seeds: guarantees.grid(cfg, seeds, guarantees.stand_in(cfg))}
+#: chapter -> its module, whose ``best_shots(cfg, seed, run)`` and ``grid(cfg, seeds, choices)`` :func:`chosen_grid`
+#: reads.
+SEARCHED = {"dcdl": dcdl, "ecaml": ecaml, "eps": eps, "cbswr": clustering, "bench": bench,
+            "noise_guarantees": guarantees}
+
+
+def stand_in_trial(trial):
+    """A search trial that trains nothing: its held-out curve peaks at a rate and an epoch of its own row (hashes of
+    the row's name: a rate between 1e-5 and 1e-2, an epoch up to 40), so that rows choose different rates and
+    lengths."""
+    from .experiment import Run
+
+    s, metric, digest = trial.settings, trial.options["curve"], fingerprint(trial.row)
+    target, peak = -5 + 3 * int(digest[:8], 16) / 16**8, 1 + int(digest[8:16], 16) % 40  # log10 rate, epoch
+    every = s.eval_every or 1
+    return Run({}, None, train.History([{"epoch": e, "loss": 0.0, metric: -abs(e - peak) / 1000
+                                         - abs(np.log10(s.lr) - target)} for e in range(every, s.epochs + 1, every)]))
+
+
+def chosen_grid(chapter: str, cfg, seeds) -> list:
+    """The chapter's declared runs after searches whose choices differ row by row (:func:`stand_in_trial`): what
+    a protocol registers (:mod:`dml_tutorial.protocol`), so that which row trains at which row's choice is part of
+    its hash, not only the profile's settings. A profile that searches nothing: :data:`SPECS`' grid."""
+    module = SEARCHED.get(chapter)
+    choices = module.best_shots(cfg, 0, stand_in_trial) if module is not None and cfg.search_lrs else {}
+    return module.grid(cfg, seeds, choices or None) if choices else SPECS[chapter](cfg, seeds)
 
 
 def describe_grid(chapter: str, cfg) -> str:

@@ -6,8 +6,9 @@ The protocol of a chapter at a profile is everything that decides its words, oth
 
 - ``settings``: the profile's settings (:func:`dml_tutorial.profiles.settings`), less how a run uses its machine
   (threads, loader workers: :data:`MACHINE`) and less those left empty (:func:`_what`);
-- ``grid``: every run of the chapter's declared grid (:data:`dml_tutorial.plan.SPECS`) over the sweep's seeds, each
-  as :meth:`~dml_tutorial.spec.RunSpec.data` (its method with every loss parameter, settings less
+- ``grid``: every run of the chapter's declared grid over the sweep's seeds after searches whose choices differ row
+  by row (:func:`dml_tutorial.plan.chosen_grid`: which row trains at which row's choice is part of the protocol),
+  each as :meth:`~dml_tutorial.spec.RunSpec.data` (its method with every loss parameter, settings less
   :data:`MACHINE`, data, seed);
 - ``seeds``: the seeds of the profile's sweep (``data/sweeps/<chapter>-<profile>.yaml``);
 - ``claims``: the chapter's claims as the registry defines them (:func:`dml_tutorial.registry.definition`), the
@@ -57,7 +58,8 @@ def of(chapter: str, profile: str, root: Path = REPOSITORY) -> dict:
 
     cfg = profiles.settings(chapter, profile)
     ran = seeds(chapter, profile, root)
-    grid = plan.SPECS[chapter](cfg, ran if ran is not None else range(cfg.n_seeds)) if chapter in plan.SPECS else []
+    grid = plan.chosen_grid(chapter, cfg, ran if ran is not None else range(cfg.n_seeds)) \
+        if chapter in plan.SPECS else []
     return {"settings": _what(cfg.to_dict()),
             "grid": [{**data, "settings": _what(data["settings"])} for data in (spec.data() for spec in grid)],
             "seeds": ran, **deciding(chapter)}

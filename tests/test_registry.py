@@ -119,6 +119,23 @@ def test_a_protocol_hash_moves_with_what_decides_the_words(monkeypatch):
     assert protocol.sha256("cbswr", "glyphs2") != base
 
 
+@pytest.mark.parametrize("chapter", ["eps", "dcdl", "noise_guarantees"])
+def test_a_protocol_hash_sees_which_rows_choice_a_training_takes(chapter, monkeypatch):
+    """The grid is registered after searches whose choices differ row by row (plan.chosen_grid), so a training
+    moved onto another row's choice (or onto none: the profile's rate and length, as EPS's MS variants were until
+    2535448) changes the hash, where the grid at the profile's own settings did not."""
+    from dml_tutorial import search
+
+    base, tuned = protocol.sha256(chapter, "glyphs2"), search.tuned
+    monkeypatch.setattr(search, "tuned", lambda cfg, choices, row: cfg)  # no row at its choice
+    assert protocol.sha256(chapter, "glyphs2") != base
+    first = lambda choices: next(iter((choices or {}).get("best shot", {})), None)
+    monkeypatch.setattr(search, "tuned", lambda cfg, choices, row: tuned(cfg, choices, first(choices)))
+    assert protocol.sha256(chapter, "glyphs2") != base  # every row at the first row's choice
+    monkeypatch.setattr(search, "tuned", tuned)
+    assert protocol.sha256(chapter, "glyphs2") == base
+
+
 def test_a_run_under_another_protocol_than_the_registered_one_is_post_hoc(repository):
     """Issue #86: the definition registered before the run is not enough where the run records its protocol: the
     hash it ran under must be the one registered for its chapter and profile in a commit before it."""
