@@ -637,7 +637,8 @@ VERDICT_RULES = (
     "within delta of 100%. Smoke runs (3 seeds, small offline data) check the pipeline: no word, so no column "
     "here. Two families: each word is decided within its chapter at one scale; the book-wide family is every test "
     "of this table at once (Holm). *Post hoc*: the claim's definition was committed after a run that decided it "
-    "was made ({doc}`the claims registry </book/results/registry>` names the run).")
+    "was made, or the run's protocol was not registered before it, or the claims and rule that decide its words "
+    "changed since ({doc}`the claims registry </book/results/registry>` names the run).")
 
 
 def write_report(results: Path = RESULTS, pages: Path = PAGES, notebooks: dict | None = None) -> list[Path]:
