@@ -12,9 +12,9 @@ package EPS is the ``positives="easy"`` option of the losses (:func:`dml_tutoria
 from __future__ import annotations
 
 import dataclasses
-import sys
 from dataclasses import replace
 from functools import partial
+from types import SimpleNamespace
 
 import numpy as np
 import torch
@@ -465,6 +465,8 @@ EVEN_ODD, SUBCLUSTERS, MAIN, SUPERCLASSES, POSITIVES = ("even/odd", "sub-cluster
 LETTERS_POSITIVES = "superclass positives"
 SPLITS = {EVEN_ODD: "even/odd", SUBCLUSTERS: "sub-clusters", MAIN: "main", SUPERCLASSES: "superclasses",
           POSITIVES: "main", LETTERS_POSITIVES: "superclasses"}
+#: The split Table 1's arms are searched on (:func:`even_odd_validation`).
+EVEN_ODD_VALIDATION = "even/odd validation"
 #: The sub-cluster task's network and batches: an MLP of 8 dimensions, 20 epochs of 4 classes x 16 (section 3).
 SUBCLUSTER_SETTINGS, SUBCLUSTER_BATCH = {"model": "mlp", "dim": 8, "epochs": 20, "batches_per_epoch": None}, (4, 16)
 
@@ -501,7 +503,7 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter, each on every seed, in the order the chapter runs them, ``options`` holding
     each run's batch (``p`` classes x ``k``) and label noise: the even/odd task (Table 1, the triplet without and
     with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``, ``cfg.even_odd_replicates`` times a seed, the column
-    the replicate); the sub-clusters (section 3: the triplet and the margin
+    the replicate, each arm at its search's rate and length where the profile searches them); the sub-clusters (section 3: the triplet and the margin
     loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
     each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``; a loss's variants at its
     arm's rate and length, their own knob); the superclasses
@@ -512,9 +514,9 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     table on its own split (:data:`SPLITS`, :func:`run_spec`), the plan counts and times them, the cache keys on
     them."""
     p, k = cfg.p, cfg.k
-    rows = [(EVEN_ODD, row, r, eps_loss("triplet", use), even_odd_settings(cfg),
+    rows = [(EVEN_ODD, row, r, eps_loss("triplet", use), search.tuned(even_odd_settings(cfg), choices, row),
              {"p": 2, "k": cfg.even_odd_k, **({"replicate": r} if r else {})})  # replicate 0: the seed's own start
-            for row, use in (("Triplet", False), ("EPS + Triplet", True)) for r in range(cfg.even_odd_replicates)]
+            for row, use in EVEN_ODD_ARMS.items() for r in range(cfg.even_odd_replicates)]
     modes = cfg.replace(**SUBCLUSTER_SETTINGS)
     rows += [(SUBCLUSTERS, label(name, use), noise_column(n), eps_loss(name, use), modes,
               {"p": SUBCLUSTER_BATCH[0], "k": SUBCLUSTER_BATCH[1], "noise": None if n is None else tuple(n)})
@@ -581,6 +583,48 @@ def search_rule(cfg, name: str) -> search.Search | None:
                          cfg.search_every)
 
 
+#: Table 1's arms: the triplet loss without and with EPS.
+EVEN_ODD_ARMS = {"Triplet": False, "EPS + Triplet": True}
+
+
+def even_odd_rule(cfg) -> search.Search | None:
+    """The one search of Table 1's arms: every rate of ``cfg.search_lrs`` (all of them first, so the plan counts
+    every trial) and the best checkpoint up to ``cfg.even_odd_search_epochs``, on the character R@1 of held-out
+    faces (:func:`even_odd_validation`); ``None`` where the profile searches neither."""
+    if not (cfg.search_lrs and cfg.even_odd_search_epochs):
+        return None
+    rates = tuple(cfg.search_lrs)
+    return search.Search("R@1", search.Axis("lr", rates, rates), (cfg.even_odd_search_epochs,), None, 1,
+                         EVEN_ODD_VALIDATION)
+
+
+def even_odd_validation(parity, faces: int = 2):
+    """Table 1's search split, inside its training split: the last ``faces`` font faces of the seen characters
+    held out (:func:`dml_tutorial.dcdl.validation_split`), trained on their parity as Table 1 is, and scored on
+    those faces' *characters*, the sub-classes the claim is about, on images no training saw."""
+    from .dcdl import validation_split
+
+    held = validation_split(parity, faces)
+    return replace(held, test=held.test.with_labels(held.test.extras["clean"]))
+
+
+def _even_odd_spec(cfg, row: str, seed: int) -> RunSpec:
+    return RunSpec(BEST_SHOT, row, eps_loss("triplet", EVEN_ODD_ARMS[row]), even_odd_settings(cfg), seed=seed,
+                   options={"p": 2, "k": cfg.even_odd_k})
+
+
+def _searches(cfg, seed: int, tables) -> list[tuple]:
+    """``[(row, spec, rule, vary)]``: the searches of ``tables`` (:data:`MAIN`: Table 2's arms; :data:`EVEN_ODD`:
+    Table 1's) that the profile makes."""
+    out = []
+    if MAIN in tables:
+        out += [(row, _arm_spec(cfg, row, seed), rule, partial(_vary, name=name, arm=arm))
+                for row, (name, arm) in searched_arms(cfg).items() if (rule := search_rule(cfg, name)) is not None]
+    if EVEN_ODD in tables and (rule := even_odd_rule(cfg)) is not None:
+        out += [(row, _even_odd_spec(cfg, row, seed), rule, None) for row in EVEN_ODD_ARMS]
+    return out
+
+
 def _arm_spec(cfg, row: str, seed: int) -> RunSpec:
     name, arm = searched_arms(cfg)[row]
     return RunSpec(BEST_SHOT, row, eps_loss(name, **ARMS[arm], **cfg.loss_options.get(name, {})), cfg, seed=seed,
@@ -593,28 +637,29 @@ def _vary(spec: RunSpec, knob: str, value, *, name: str, arm: str) -> RunSpec:
     return dataclasses.replace(spec, method=eps_loss(name, **ARMS[arm], **options))
 
 
-def best_shots(cfg, seed: int, run) -> dict:
-    """Each arm of Table 2 (:func:`searched_arms`) at its best shot (:func:`dml_tutorial.search.best_shot` under
-    :func:`search_rule`) on the validation split, on ``seed``, each trial run by ``run``. Returns the run's
-    choices, ``{"best shot": {row: Choice as data}}`` (``{}`` where the profile searches nothing)."""
-    chosen = {}
-    for row, (name, arm) in searched_arms(cfg).items():
-        if (rule := search_rule(cfg, name)) is not None:
-            vary = partial(_vary, name=name, arm=arm)
-            chosen[row] = search.best_shot(_arm_spec(cfg, row, seed), rule, run, vary).as_data()
+def best_shots(cfg, seed: int, run, tables=(MAIN, EVEN_ODD)) -> dict:
+    """Each arm of Table 2 (:func:`searched_arms`, under :func:`search_rule`, on the held-out classes' split) and of
+    Table 1 (:data:`EVEN_ODD_ARMS`, under :func:`even_odd_rule`, on :data:`EVEN_ODD_VALIDATION`) at its best shot
+    (:func:`dml_tutorial.search.best_shot`), those of ``tables`` only, on ``seed``, each trial run by ``run``.
+    Returns the run's choices, ``{"best shot": {row: Choice as data}}`` (``{}`` where the profile searches
+    nothing)."""
+    chosen = {row: search.best_shot(spec, rule, run, vary).as_data()
+              for row, spec, rule, vary in _searches(cfg, seed, tables)}
     return {"best shot": chosen} if chosen else {}
 
 
-def best_shot_trials(cfg, seed: int) -> list[RunSpec]:
+def best_shot_trials(cfg, seed: int, tables=(MAIN, EVEN_ODD)) -> list[RunSpec]:
     """The trials :func:`best_shots` makes whatever the scores, for the plan (the walks': :func:`unplanned`)."""
-    return [trial for row, (name, arm) in searched_arms(cfg).items() if (rule := search_rule(cfg, name))
-            for trial in search.starting_trials(_arm_spec(cfg, row, seed), rule, partial(_vary, name=name, arm=arm))]
+    return [trial for _, spec, rule, vary in _searches(cfg, seed, tables)
+            for trial in search.starting_trials(spec, rule, vary)]
 
 
 def unplanned(cfg, choices: dict) -> int:
-    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials`."""
+    """How many trials :func:`best_shots` made beyond :func:`best_shot_trials` (Table 1's: none, every rate is
+    among its first)."""
     found = searched_arms(cfg)
-    return search.walked(choices, lambda row: search_rule(cfg, found[row][0]))
+    return search.walked(choices, lambda row: even_odd_rule(cfg) if row in EVEN_ODD_ARMS else
+                         search_rule(cfg, found[row][0]))
 
 
 def _knob(choices: dict | None, row: str) -> dict:
@@ -660,11 +705,21 @@ def train_table(start, table: str, split, choices: dict | None = None, reference
     return grids.TrainedGrid(start, split, dict(choices or {}), specs, runs, refs)
 
 
+def _searching(tables) -> SimpleNamespace:
+    """This chapter as :func:`dml_tutorial.experiment.best_shots` reads it, searching the arms of ``tables`` only."""
+    return SimpleNamespace(best_shots=partial(best_shots, tables=tables), unplanned=unplanned, BEST_SHOT=BEST_SHOT)
+
+
 def train_even_odd(start, parity) -> grids.TrainedGrid:
-    """Table 1's runs on the even/odd splits ``parity`` (:func:`even_odd`): the triplet loss without and with EPS,
-    ``cfg.even_odd_replicates`` trainings a seed, and the reference rows on the same 2-D ConvNet
-    (:func:`even_odd_settings`), their training embeddings kept (Table 1 scores the seen digits too)."""
-    return train_table(start, EVEN_ODD, parity, references=True, cfg=even_odd_settings(start.cfg),
+    """Table 1's runs on the even/odd splits ``parity`` (:func:`even_odd`): where the profile searches, each arm's
+    rate and length on held-out faces (:func:`even_odd_validation`, :func:`even_odd_rule`: every trial planned);
+    then the triplet loss without and with EPS at those choices, ``cfg.even_odd_replicates`` trainings a seed, and
+    the reference rows on the same 2-D ConvNet (:func:`even_odd_settings`), their training embeddings kept (Table
+    1 scores the seen digits too)."""
+    cfg, device, seeds, cache, _ = start
+    trials = run_spec({EVEN_ODD_VALIDATION: even_odd_validation(parity)}, device) if even_odd_rule(cfg) else None
+    chosen = experiment.best_shots(_searching((EVEN_ODD,)), cfg, seeds[0], trials, cache=cache) if trials else {}
+    return train_table(start, EVEN_ODD, parity, chosen, references=True, cfg=even_odd_settings(cfg),
                        train_embeddings=True)
 
 
@@ -674,7 +729,7 @@ def train_grid(start, splits, plan=None) -> grids.TrainedGrid:
     cfg, device, seeds, cache, _ = start
     held_out = search.validation_split(splits, cfg["held_out"]) if cfg["search_lrs"] else None
     trials = run_spec({"validation": held_out}, device)
-    chosen = experiment.best_shots(sys.modules[__name__], cfg, seeds[0], trials, cache=cache, plan=plan)
+    chosen = experiment.best_shots(_searching((MAIN,)), cfg, seeds[0], trials, cache=cache, plan=plan)
     return train_table(start, MAIN, splits, chosen, references=True)
 
 

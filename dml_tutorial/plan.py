@@ -149,6 +149,7 @@ def _ecaml(cfg, n_train):  # the searches' sure trainings (the walks' rest: Plan
 def _eps(cfg, n_train):  # each arm's search's first trials (the validation split), then the grid, each on its split
     odd = TRAIN_IMAGES.get(cfg.even_odd_dataset, 1_797) * 6 // 10  # about the digits 0-5 (steps only)
     sizes = {eps.SPLITS[eps.EVEN_ODD]: (odd, _shape(cfg, cfg.even_odd_dataset)),
+             eps.EVEN_ODD_VALIDATION: (odd, _shape(cfg, cfg.even_odd_dataset)),  # an upper bound: faces held out
              eps.SPLITS[eps.SUBCLUSTERS]: (4 * 3 * 100 // 2, (2,))}  # 4 classes x 3 modes x 100, half for training
 
     def timing(spec):  # each run's batch, and the images of its own split (the superclasses': at n_train)

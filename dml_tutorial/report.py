@@ -127,6 +127,17 @@ def git_commit(root: Path = ROOT) -> str:
     return commit.stdout.strip() + ("-dirty" if dirty else "")
 
 
+def _choices(tables: list[dict]) -> dict:
+    """What the run chose, from its tables' records: each kind of choice (a head, the searches' ``"best shot"``)
+    once, the rows of searches recorded with different tables together (EPS's Table 1 and Table 2)."""
+    out = {}
+    for table in tables:
+        for kind, value in table.get("choices", {}).items():
+            both = isinstance(value, dict) and isinstance(out.get(kind), dict)
+            out[kind] = {**out[kind], **value} if both else value
+    return out
+
+
 def run_file(chapter: str, parameters: dict, recorded: Path, command: str, seconds: float,
              figures: list[str] | None = None, commit: str | None = None) -> dict:
     """The self-describing record of one chapter run: what ran (chapter, parameters, command), where and when
@@ -142,8 +153,7 @@ def run_file(chapter: str, parameters: dict, recorded: Path, command: str, secon
             "settings": first["settings"], "seeds": sorted({s for t in tables for s in t["seeds"]}),
             "device": first["device"], **start_of(first["settings"], sorted({s for t in tables for s in t["seeds"]})),
             **protocol_of(chapter, first["settings"].get("profile")),
-            **({"choices": choices} if (choices := {k: v for t in tables for k, v in t.get("choices", {}).items()})
-               else {}),
+            **({"choices": choices} if (choices := _choices(tables)) else {}),
             "version": __version__, "commit": commit or git_commit(), "date": datetime.datetime.now(datetime.timezone.utc)
             .isoformat(timespec="seconds"), "command": command, "seconds": round(seconds, 1),
             "tables": [{k: t[k] for k in ("table", "id", "seeds", "measured", "paper") if k in t} for t in tables],

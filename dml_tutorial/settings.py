@@ -312,6 +312,7 @@ class EPSSettings(Settings):
     even_odd_epochs: int = 20
     even_odd_k: int = 32
     even_odd_replicates: int = 1  # Table 1's arms trained this many times a seed (other starts), R@1 averaged
+    even_odd_search_epochs: int | None = None  # Table 1's arms' search: checkpoints up to this length (with search_lrs)
     subcluster_noise: tuple[Noise, ...] = ()
 
     def datasets(self) -> tuple[str, ...]:

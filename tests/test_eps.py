@@ -245,14 +245,14 @@ def test_each_arm_is_searched_on_its_own_and_the_grid_trains_each_row_at_its_cho
         return experiment.Run({}, None, train.History([{"epoch": e, "R@1": score + min(e, 10) / 1e3}
                                                        for e in range(5, trial.settings.epochs + 1, 5)]))
 
-    choices = eps.best_shots(cfg, 2, run)
+    choices = eps.best_shots(cfg, 2, run, tables=(eps.MAIN,))
     shot = {row: c["values"] for row, c in choices["best shot"].items()}
     assert shot == {"Trip. + SH": {"lr": 1e-3, "margin": 0.05, "epochs": 10},
                     "EPS + Trip. + SH": {"lr": 1e-3, "margin": 0.8, "epochs": 10},
                     "Trip. + SH, all positives": {"lr": 1e-3, "margin": 0.05, "epochs": 10}}
     assert all(t.split == "validation" and t.seed == 2 and (t.options["p"], t.options["k"]) == (cfg.p, cfg.k)
                for t in seen)
-    assert len(eps.best_shot_trials(cfg, 2)) + eps.unplanned(cfg, choices) == len(seen)
+    assert len(eps.best_shot_trials(cfg, 2, (eps.MAIN,))) + eps.unplanned(cfg, choices) == len(seen)
     first = {s.key: s for s in eps.grid(cfg, [2], choices)}
     main = first[(eps.MAIN, "EPS + Trip. + SH", "")]
     assert main.method.local_fn.keywords["margin"] == 0.8 and main.settings.epochs == 10
@@ -261,6 +261,43 @@ def test_each_arm_is_searched_on_its_own_and_the_grid_trains_each_row_at_its_cho
     with pytest.raises(ValueError, match="one knob a loss"):
         eps.search_rule(cfg.replace(knob_candidates={"triplet": {"margin": [0.1], "beta": [1.0]}}), "triplet")
     assert eps.search_rule(profiles.settings("eps", "smoke"), "triplet") is None
+
+
+def test_table_1s_arms_are_searched_on_held_out_faces_by_the_characters_they_keep_apart(tmp_path):
+    """Table 1's claim (EPS keeps the sub-classes of an even/odd class apart) compares its two arms each at its best
+    shot: every rate tried (all planned, so the plan's count holds), the best checkpoint up to
+    ``even_odd_search_epochs``, scored by the character R@1 of two held-out faces of the seen characters while
+    training on their parity; the grid trains each arm at its choice. The search split: only training images,
+    its test side the held-out faces with their characters as labels."""
+    from dml_tutorial import train
+
+    cfg = profiles.settings("eps", "glyphs2")
+    parity = eps.even_odd_splits(cfg.replace(even_odd_options={"n_classes": 10}), 0, tmp_path)
+    held = eps.even_odd_validation(parity)
+    faces = np.unique(parity.train.extras["face"])
+    assert set(np.unique(held.test.extras["face"])) == set(faces[-2:])
+    assert set(np.unique(held.train.extras["face"])) == set(faces[:-2])
+    assert np.array_equal(held.test.labels, held.test.extras["clean"]) and set(np.unique(held.train.labels)) == {0, 1}
+    assert len(held.train) + len(held.test) == len(parity.train)
+    seen = []
+
+    def run(trial):  # the baseline prefers 3e-3, EPS 3e-4; both peak at epoch 12
+        seen.append(trial)
+        easy = trial.method.local_fn.keywords["positives"] == "easy"
+        score = -abs(np.log10(trial.settings.lr / (3e-4 if easy else 3e-3))) - abs(trial.settings.epochs - 20)
+        return experiment.Run({}, None, train.History([{"epoch": e, "R@1": score - abs(e - 12) / 1e3}
+                                                       for e in range(1, trial.settings.epochs + 1)]))
+
+    choices = eps.best_shots(cfg, 3, run, tables=(eps.EVEN_ODD,))
+    shot = {row: c["values"] for row, c in choices["best shot"].items()}
+    assert shot == {"Triplet": {"lr": 3e-3, "epochs": 12}, "EPS + Triplet": {"lr": 3e-4, "epochs": 12}}
+    assert {t.split for t in seen} == {eps.EVEN_ODD_VALIDATION} and {t.settings.dim for t in seen} == {2}
+    assert len(seen) == len(eps.best_shot_trials(cfg, 3, (eps.EVEN_ODD,))) == 2 * len(cfg.search_lrs)
+    assert eps.unplanned(cfg, choices) == 0
+    odd = {s.key: s for s in eps.grid(cfg, [3], choices) if s.table == eps.EVEN_ODD}
+    assert {(k[1], s.settings.lr, s.settings.epochs) for k, s in odd.items()} == {
+        ("Triplet", 3e-3, 12), ("EPS + Triplet", 3e-4, 12)}
+    assert eps.even_odd_rule(profiles.settings("eps", "smoke")) is None  # the smoke profile trains as before
 
 
 def test_the_chapters_grid_declares_each_run_once_on_its_own_split_and_batches():

@@ -126,9 +126,6 @@ def test_the_noise_chapters_tables_read_their_own_runs(monkeypatch):
 #: The trainings of a test bed II grid whose rate and length no search chose (issue #86's done-means asks for none),
 #: each with why it is left so: what a change must keep, or remove from here.
 UNSEARCHED = {
-    ("eps", "even/odd"): "Table 1's toy, as the paper runs it: a 2-D ConvNet from scratch on ten characters' parity "
-                         "at fixed settings; its claim compares the two arms at the same settings, not each at its "
-                         "best shot",
     ("eps", "sub-clusters"): "section 3's demonstration on synthetic sub-clusters (an 8-d MLP); no claim reads it",
     ("noise_guarantees", "other recipes"): "a control by design: each row's runner-up rate, one its search tried",
     ("noise_guarantees", "checkpoints"): "a control by design: one run at the row's chosen rate observed at fixed "
@@ -141,7 +138,8 @@ def test_every_test_bed_ii_training_runs_at_a_rate_and_length_its_search_chose(c
     """Issue #86: no row trains at a value no search chose. A stand-in training whose held-out curve peaks at each
     ladder's lowest rate and still rises at the longest length makes every search choose values no profile uses
     by default; every training of the grid must then run at a chosen (rate, length), but for the tables of
-    :data:`UNSEARCHED`. (Table 2's MS at other lambdas trained at the profile's rate and length until this test.)"""
+    :data:`UNSEARCHED`. (Table 2's MS at other lambdas, and Table 1's arms, trained at the profile's rate and
+    length until this test.)"""
     import math
 
     from dml_tutorial import bench, clustering, dcdl, ecaml, eps

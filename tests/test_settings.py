@@ -129,6 +129,22 @@ def test_a_run_records_its_choices_beside_its_settings(monkeypatch, tmp_path):
     assert run["choices"] == {"head": "released"} and run["settings"] == cfg.to_dict()
 
 
+def test_a_run_file_keeps_the_searches_of_every_table_it_recorded(monkeypatch, tmp_path):
+    """EPS searches Table 1's arms and Table 2's in two calls, each table recording its own: the run file holds
+    both searches' rows under one "best shot" (a later table's once replaced an earlier's), a head once."""
+    path = tmp_path / "tables.jsonl"
+    monkeypatch.setenv(report.ENV, str(path))
+    cfg = profiles.settings("eps", "glyphs2")
+    report.record("T1", {"r": {"R@1": [0.5]}}, cfg=cfg, choices={"best shot": {"Triplet": {"values": {"lr": 1}}}},
+                  seeds=[0], device="cpu")
+    report.record("T2", {"r": {"R@1": [0.6]}}, cfg=cfg, choices={"best shot": {"MS": {"values": {"lr": 2}}},
+                                                                  "head": "x"}, seeds=[0], device="cpu")
+    report.record("T3", {"r": {"R@1": [0.7]}}, cfg=cfg, choices={"head": "y"}, seeds=[0], device="cpu")
+    run = report.run_file("eps", {}, path, "cmd", 1.0)
+    assert run["choices"] == {"best shot": {"Triplet": {"values": {"lr": 1}}, "MS": {"values": {"lr": 2}}},
+                              "head": "y"}
+
+
 def test_the_migration_moves_a_written_back_choice_and_leaves_a_converted_file_alone(tmp_path):
     migrate = script("data/migrate_records.py")
     old = json.loads((ROOT / "data/results/cbswr/glyphs2_seed-0.json").read_text())
