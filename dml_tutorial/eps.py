@@ -752,7 +752,7 @@ def by_digit(run: grids.TrainedGrid) -> Recorded:
     each = f", each the mean of {times} trainings" if times > 1 else ""
     return Recorded(tables.EPS_EVEN_ODD, table1_scores(scored, run.splits, run.start.device), REPORTED_EVEN_ODD,
                     caption=f"Recall@K by digit, in %, mean ± std over {len(run.seeds)} seeds{each}; paper: MNIST "
-                    "Table 1, quoted", choices=False)
+                    "Table 1, quoted")  # its arms' searches recorded beside it
 
 
 def unseen_classes(run: grids.TrainedGrid) -> Recorded:
