@@ -503,10 +503,10 @@ def grid(cfg, seeds, choices: dict | None = None) -> list[RunSpec]:
     """Every training of the chapter, each on every seed, in the order the chapter runs them, ``options`` holding
     each run's batch (``p`` classes x ``k``) and label noise: the even/odd task (Table 1, the triplet without and
     with EPS: a 2-D ConvNet on ``cfg.even_odd_dataset``, ``cfg.even_odd_replicates`` times a seed, the column
-    the replicate, each arm at its search's rate and length where the profile searches them); the sub-clusters (section 3: the triplet and the margin
-    loss without and with EPS, under each of ``cfg.subcluster_noise``); Table 2 (each pair of :func:`arms`, then
-    each loss of ``cfg.all_positives`` with every positive pair, at the run's ``choices``; a loss's variants at its
-    arm's rate and length, their own knob); the superclasses
+    the replicate, each arm at its search's rate and length where the profile searches them); the sub-clusters
+    (section 3: the triplet and the margin loss without and with EPS, under each of ``cfg.subcluster_noise``);
+    Table 2 (each pair of :func:`arms`, then each loss of ``cfg.all_positives`` with every positive pair, at the
+    run's ``choices``; a loss's variants at its arm's rate and length, their own knob); the superclasses
     (Table 3's protocol, the losses' pairs on ``cfg.superclasses``' batches); the positives per class (Fig. 3b: the
     margin loss with EPS, then without it, at each of ``cfg.positives_per_class``, as many images a batch, each at
     its arm's choice); the same on the superclasses at each of ``cfg.superclass_positives``

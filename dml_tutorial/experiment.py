@@ -454,7 +454,8 @@ def _go_on_from(shorter, spec, run, cache) -> bool:
     random draws and the rate (a scheduler's settings stay the longer run's, :data:`train.SCHEDULER_PROGRESS`)
     do not depend on the length, and the shorter one's last evaluation falls on the longer one's checkpoints
     (its length a multiple of ``settings.eval_every``; else it trains from the start). Returns whether it did."""
-    if dataclasses.replace(shorter, settings=shorter.settings.replace(epochs=spec.settings.epochs)).data() != spec.data():
+    same_length = dataclasses.replace(shorter, settings=shorter.settings.replace(epochs=spec.settings.epochs))
+    if same_length.data() != spec.data():
         raise ValueError(f"only a shorter run of the same training can be gone on from: {shorter.key} for {spec.key}")
     if spec.settings.epochs <= shorter.settings.epochs or shorter.settings.epochs % (spec.settings.eval_every or 1):
         return False

@@ -156,5 +156,6 @@ def test_every_test_bed_ii_training_runs_at_a_rate_and_length_its_search_chose(c
     choices = module.best_shots(cfg, 0, run)
     chosen = {(c["values"]["lr"], c["values"]["epochs"]) for c in choices["best shot"].values()}
     assert (cfg.lr, cfg.epochs) not in chosen  # the stand-in tells a chosen value from the profile's
-    off = {(chapter, s.table) for s in module.grid(cfg, [0], choices) if (s.settings.lr, s.settings.epochs) not in chosen}
+    off = {(chapter, s.table) for s in module.grid(cfg, [0], choices)
+           if (s.settings.lr, s.settings.epochs) not in chosen}
     assert off == {key for key in UNSEARCHED if key[0] == chapter}
