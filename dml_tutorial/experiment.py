@@ -473,18 +473,22 @@ def best_shots(chapter, cfg, seed: int, run, cache=None, plan=None, progress: bo
     """A chapter's one search on ``seed`` (``chapter.best_shots``: each row's rate, length and knob chosen on
     held-out seen classes by :func:`dml_tutorial.search.best_shot`), each trial run by :func:`run_one` through the
     ``cache``; prints each row's choice and adds the trials its walks made beyond the planned ones to ``plan``
-    (``chapter.unplanned``, like the section ``chapter.BEST_SHOT``). Returns the choices, ``{}`` where the profile
-    searches nothing.
+    (``chapter.unplanned``, like the section ``chapter.BEST_SHOT``; the longer trials at the epochs they trained,
+    :func:`dml_tutorial.search.lengthened`). Returns the choices, ``{}`` where the profile searches nothing.
 
         chosen = experiment.best_shots(dcdl, cfg, seeds[0], run, cache=cache, plan=chapter_plan)
     """
-    from .search import describe
+    from . import search
 
     choices = chapter.best_shots(cfg, seed, partial(run_one, run=run, cache=cache, progress=progress))
     for row, choice in choices.get("best shot", {}).items():
-        print(f"{row}: {describe(choice)}")
+        print(f"{row}: {search.describe(choice)}")
     if choices and plan is not None:
-        plan.add("the searches' walks", chapter.unplanned(cfg, choices), like=chapter.BEST_SHOT)
+        longer = search.lengthened(choices, goes_on=cache is not None)
+        plan.add("the searches' walks", chapter.unplanned(cfg, choices) - sum(longer.values()), like=chapter.BEST_SHOT)
+        for epochs, trials in longer.items():
+            plan.add(f"the searches' longer trials ({epochs} epochs each)", trials, like=chapter.BEST_SHOT,
+                     epochs=epochs)
     return choices
 
 

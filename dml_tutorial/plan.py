@@ -219,7 +219,7 @@ def unsupervised(spec, profile: dict, n_train: int, method: str | None = None) -
     own = spec.settings
     changes = tuple((k, v) for k, v in own.to_dict().items() if k in profile and v != profile[k])
     return Trainings("", 0, own.epochs * max(1, -(-(n_train - 1) // own.batch_size)), 2 * own.batch_size,
-                     own.model, _shape(own), ("cbswr", method or spec.method, changes))
+                     own.model, _shape(own), ("cbswr", method or spec.method, changes), epochs=own.epochs)
 
 
 def _rows(keys: list) -> str:
@@ -665,18 +665,24 @@ class Plan:
             lines.append(f"Estimated time in all: {_duration(self.whole())}")
         return "\n".join(lines)
 
-    def add(self, section: str, runs: int, like: str) -> None:
+    def add(self, section: str, runs: int, like: str, epochs: int | None = None) -> None:
         """Count ``runs`` more trainings like those of section ``like`` (its steps, batch and probe; or the first
         section of the table ``like``, where the table has several): trainings the
         chapter could not count in advance (a search that walks until its best is flanked:
         :func:`dml_tutorial.bench.unplanned`, :func:`dml_tutorial.ladder.walk`), added once known, before
-        :meth:`check`."""
+        :meth:`check`. ``epochs``: each trains that many epochs, not ``like``'s (its steps and checkpoints scaled:
+        a search's longer trial, :func:`dml_tutorial.search.lengthened`)."""
         base = next((t for t in self.trainings if t.section == like), None) or next(
             (t for t in self.trainings if t.section.startswith(f"{like} (")), None)  # a table of several sections
         if base is None:
             raise ValueError(f"the plan has no section {like!r}: {', '.join(t.section for t in self.trainings)}")
         if runs < 0:
             raise ValueError(f"a section's count is 0 or more, got {runs} for {section!r}")
+        if epochs is not None:
+            if epochs < 1 or base.epochs < 1:
+                raise ValueError(f"{section!r} scales {like!r}'s {base.epochs} epochs to {epochs}: both must be >= 1")
+            base = replace(base, steps=round(base.steps * epochs / base.epochs), epochs=epochs,
+                           checkpoints=round(base.checkpoints * epochs / base.epochs))
         if runs:
             self.trainings.append(replace(base, section=section, runs=runs))
             if self.recount is not None:  # the walks' trials score their checkpoints too

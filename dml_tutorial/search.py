@@ -26,6 +26,7 @@ its ladder, where the walk could not go on (:attr:`Choice.edges`): the run file 
 
 from __future__ import annotations
 
+import collections
 import dataclasses
 from collections.abc import Callable
 from typing import Any
@@ -189,6 +190,21 @@ def walked(choices: dict | None, rule_of: Callable) -> int:
     """The trials a run's searches made beyond their starting grids (:func:`unplanned`, summed over the rows of
     ``choices["best shot"]``), ``rule_of(row)`` giving each row's :class:`Search`: what a plan adds once run."""
     return sum(unplanned(Choice(**data), rule_of(row)) for row, data in (choices or {}).get("best shot", {}).items())
+
+
+def lengthened(choices: dict | None, goes_on: bool = True) -> dict:
+    """``{epochs: trials}``: how many epochs each lengthened trial of a run's searches trained (a trial at a
+    length past its ladder's first: step 3 of :func:`best_shot`): those beyond the shorter trial it went on from
+    where ``goes_on`` (a search run through a cache: :func:`dml_tutorial.experiment.run_one`), all of them where it
+    trained from the start. A plan counts every walked trial at the first length until told (:meth:`dml_tutorial.
+    plan.Plan.add`): with lengths (10, 20, 40), a 40-epoch trial trains 20 epochs going on, 40 from the start."""
+    out = collections.Counter()
+    for data in (choices or {}).get("best shot", {}).values():
+        lengths = list(data["ladders"]["epochs"])
+        for trial in data["trials"]:
+            if (i := lengths.index(trial["epochs"])) > 0:
+                out[trial["epochs"] - lengths[i - 1] if goes_on else trial["epochs"]] += 1
+    return dict(sorted(out.items()))
 
 
 def runner_up(choices: dict | None, row: str, axis: str = "lr"):

@@ -434,8 +434,8 @@ def test_best_shots_runs_the_chapters_one_search_prints_each_choice_and_counts_t
     added = []
 
     class Plan:
-        def add(self, section, runs, like):
-            added.append((section, runs, like))
+        def add(self, section, runs, like, epochs=None):
+            added.append((section, runs, like) + ((epochs,) if epochs else ()))
 
     choices = experiment.best_shots(dcdl, cfg, 4, run, plan=Plan())
     assert choices == dcdl.best_shots(cfg, 4, run)
@@ -445,6 +445,17 @@ def test_best_shots_runs_the_chapters_one_search_prints_each_choice_and_counts_t
     walked = dcdl.unplanned(cfg, choices)
     assert walked > 0 and added == [("the searches' walks", walked, dcdl.BEST_SHOT)]
     added.clear()
+
+    def rising(trial):  # still rising at every length: each row's best is lengthened to 20, then 40 epochs
+        records = [{"epoch": e, "probe accuracy": e / 100} for e in range(2, trial.settings.epochs + 1, 2)]
+        return experiment.Run({}, None, train.History(records))
+
+    choices = experiment.best_shots(dcdl, cfg, 4, rising, plan=Plan())
+    rows, longer = len(choices["best shot"]), dcdl.search_rule(cfg).lengths[1:]
+    assert added == [("the searches' walks", dcdl.unplanned(cfg, choices) - rows * len(longer), dcdl.BEST_SHOT)] + [
+        (f"the searches' longer trials ({n} epochs each)", rows, dcdl.BEST_SHOT, n) for n in longer]  # no cache:
+    added.clear()  # each longer trial trained from the start
+    capsys.readouterr()
     assert experiment.best_shots(dcdl, profiles.settings("dcdl", "smoke"), 0, run, plan=Plan()) == {}
     assert added == [] and capsys.readouterr().out == ""  # a profile without a search: nothing run or said
 

@@ -102,6 +102,20 @@ def test_trainings_known_only_once_run_are_added_like_a_section_of_the_plan():
         p.add("fewer", -1, like="Table 1")
 
 
+def test_trainings_added_at_other_epochs_are_scaled_from_their_section():
+    """A search's longer trial (search.lengthened) trains more or fewer epochs than its section's trials: its
+    steps and checkpoints are scaled by the ratio, its probe speed kept."""
+    p = _plan(runs=2)
+    base = p.trainings[0]
+    p.trainings[0] = base = dataclasses.replace(base, epochs=5, checkpoints=5)
+    p.add("Table 1, longer", 2, like="Table 1", epochs=15)
+    longer = p.trainings[-1]
+    assert (longer.steps, longer.checkpoints, longer.epochs) == (3 * base.steps, 15, 15)
+    assert p.runs == 4 and p.estimate() == pytest.approx((2 * base.steps + 2 * 3 * base.steps) * 0.5)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        p.add("Table 1, none", 1, like="Table 1", epochs=0)
+
+
 def test_durations_read_in_the_unit_that_fits():
     assert [plan._duration(s) for s in (42, 600, 7200)] == ["42 s", "10.0 min", "2.0 h"]
 

@@ -109,6 +109,10 @@ def test_a_lengthened_trial_goes_on_from_the_shorter_one_where_the_runner_can():
     lr = choice.values["lr"]
     assert [a for a in asked if a[0] > 2] == [(4, (2, lr), True), (8, (4, lr), False)]  # the last length: not kept
     assert all(after is None and keep for epochs, after, keep in asked if epochs == 2)
+    trained = [epochs - (after[0] if after else 0) for epochs, after, keep in asked if epochs > 2]  # what ran
+    assert search.lengthened({"best shot": {"CBS": choice.as_data()}}) == {n: trained.count(n) for n in trained}
+    assert search.lengthened({"best shot": {"CBS": choice.as_data()}}, goes_on=False) == {4: 1, 8: 1}
+    assert search.lengthened({}) == {}
 
 
 def test_a_trial_without_its_curve_and_bad_rules_are_refused():
