@@ -33,7 +33,6 @@ import argparse
 import ast
 import contextlib
 import datetime
-import functools
 import itertools
 import json
 import os
@@ -250,7 +249,7 @@ def _command(chapter: str, rid: str, params: dict, args) -> tuple[list[str], Pat
     ``RUNS`` parameter that the grid does not set keeps the point's finished trainings in :func:`point_runs`."""
     log = args.output / chapter / f"{rid}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    if "RUNS" not in params and _takes_runs(chapter):
+    if "RUNS" not in params and _takes(chapter, "RUNS"):
         params = {**params, "RUNS": str(point_runs(args.output, chapter, rid).resolve())}  # the kernel's cwd differs
     return _run_argv(chapter, args.output / chapter / rid, args.results / chapter / f"{rid}.json", params), log
 
@@ -269,11 +268,11 @@ def point_runs(output: Path, chapter: str, rid: str) -> Path:
     return output / chapter / f"{rid}.runs"
 
 
-@functools.cache
-def _takes_runs(chapter: str) -> bool:
+def _takes(chapter: str, parameter: str) -> bool:
+    """Whether ``chapter``'s notebook has the papermill ``parameter`` (read each time: a notebook may change)."""
     import papermill as pm
 
-    return "RUNS" in pm.inspect_notebook(str(chapters()[chapter]))
+    return parameter in pm.inspect_notebook(str(chapters()[chapter]))
 
 
 def _threads_per_point(chapter: str, jobs: int) -> int | None:
@@ -281,13 +280,11 @@ def _threads_per_point(chapter: str, jobs: int) -> int | None:
     given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`MACHINE_SETTINGS`); ``None``
     for one point at a time, which keeps the profile's. Several single-threaded trainings make more steps a second
     than one on every core (test bed II: 1.16x, ``benchmarks/bench_sweep_parallel.py``)."""
-    import papermill as pm
-
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
     if jobs == 1:
         return None
-    if "SETTINGS" not in pm.inspect_notebook(str(chapters()[chapter])):
+    if not _takes(chapter, "SETTINGS"):
         raise ValueError(f"{chapter}'s notebook takes no SETTINGS, through which each point gets its threads: "
                          "run its points one at a time (--jobs 1)")
     return max(1, (os.cpu_count() or 1) // jobs)
