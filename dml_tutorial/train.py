@@ -23,6 +23,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+import threadpoolctl
 import torch
 from tqdm import tqdm
 
@@ -48,10 +49,17 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
 THREADS_ENV = "DML_TUTORIAL_THREADS"
 
 
+#: What the BLAS and OpenMP pools loaded after :func:`seed_everything` read their thread count from.
+POOL_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
 def seed_everything(seed: int, threads: int | None = None, deterministic: bool = False):
-    """Seed Python, NumPy and torch (CPU and CUDA); optionally fix torch's CPU thread count (``threads``, or
+    """Seed Python, NumPy and torch (CPU and CUDA); optionally fix the CPU thread count (``threads``, or
     :data:`THREADS_ENV` when set), which also fixes the order of floating-point reductions (so CPU results repeat
-    exactly on a machine).
+    exactly on a machine): torch's, and through threadpoolctl those of the BLAS and OpenMP pools that scikit-learn,
+    NumPy and SciPy loaded (the probe's logistic regression, k-means), which otherwise take every core. Two sweep
+    points on one thread each (``dml-tutorial sweep --jobs 2``) then do not overrun two cores: a probe's fit ran
+    2-4x faster so, ``benchmarks/bench_thread_pools.py``.
 
     On a GPU, seeding is not enough: some CUDA kernels (cuBLAS reductions, atomic adds) round differently from run
     to run, so two seeded runs agree only to about 1e-5 (measured on an H100). ``deterministic=True`` turns on
@@ -65,6 +73,8 @@ def seed_everything(seed: int, threads: int | None = None, deterministic: bool =
     threads = int(os.environ[THREADS_ENV]) if os.environ.get(THREADS_ENV) else threads
     if threads:
         torch.set_num_threads(threads)
+        threadpoolctl.threadpool_limits(threads)  # the pools loaded so far, for the rest of the process
+        os.environ.update(dict.fromkeys(POOL_ENV, str(threads)))  # those loaded later read it as they start
     if deterministic:
         os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
         torch.use_deterministic_algorithms(True, warn_only=True)

@@ -122,6 +122,27 @@ def test_each_test_worker_computes_with_one_thread():
     assert torch.get_num_threads() == 1 and all(os.environ[k] == v for k, v in ONE_THREAD.items())
 
 
+def test_threads_reach_the_blas_and_openmp_pools_loaded_before_and_after():
+    """seed_everything(threads=n) limits scikit-learn's, NumPy's and SciPy's BLAS and OpenMP pools to n, those
+    loaded already and those loaded later, not torch's alone: else two sweep points on one thread each overran two
+    cores (benchmarks/bench_thread_pools.py: the probe's fits 6x slower). Here n = 1, below every pool's default
+    (the cores; OpenBLAS caps a larger count read at its start at the cores)."""
+    import json
+
+    if (os.cpu_count() or 1) < 2:
+        pytest.skip("one core: one thread is every pool's default")
+    n = 1
+    code = ("import json, threadpoolctl\nfrom dml_tutorial import train\n"
+            "before = {d['filepath'] for d in threadpoolctl.threadpool_info()}\n"
+            f"train.seed_everything(0, threads={n})\nimport sklearn.linear_model, scipy.linalg\n"
+            "print(json.dumps([(d['filepath'] in before, d['num_threads']) for d in threadpoolctl.threadpool_info()]))")
+    env = {k: v for k, v in os.environ.items() if k not in train.POOL_ENV}  # the test worker's own: one thread
+    pools = json.loads(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                      env=env).stdout)
+    assert {loaded_before for loaded_before, _ in pools} == {True, False}  # both kinds are there to test
+    assert [threads for _, threads in pools] == [n] * len(pools)
+
+
 def test_batch_norm_recalibration_takes_the_statistics_of_the_data():
     torch.manual_seed(0)
     images = data.ArrayDataset(torch.rand(40, 1, 8, 8) * 3 + 1, np.arange(40) % 4)
