@@ -277,8 +277,9 @@ def _takes(chapter: str, parameter: str) -> bool:
 
 def _threads_per_point(chapter: str, jobs: int) -> int | None:
     """The threads each of ``jobs`` points running at once on this CPU gets (its cores shared out, at least one),
-    given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`MACHINE_SETTINGS`); ``None``
-    for one point at a time, which keeps the profile's. Several single-threaded trainings make more steps a second
+    given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`MACHINE_SETTINGS`; torch's
+    threads and the BLAS and OpenMP pools', :func:`dml_tutorial.train.seed_everything`); ``None`` for one point at
+    a time, which keeps the profile's. Several single-threaded trainings make more steps a second
     than one on every core (test bed II: 1.16x, ``benchmarks/bench_sweep_parallel.py``)."""
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
