@@ -58,8 +58,8 @@ def seed_everything(seed: int, threads: int | None = None, deterministic: bool =
     :data:`THREADS_ENV` when set), which also fixes the order of floating-point reductions (so CPU results repeat
     exactly on a machine): torch's, and through threadpoolctl those of the BLAS and OpenMP pools that scikit-learn,
     NumPy and SciPy loaded (the probe's logistic regression, k-means), which otherwise take every core. Two sweep
-    points on one thread each (``dml-tutorial sweep --jobs 2``) then do not overrun two cores: a probe's fit ran
-    2-4x faster so, ``benchmarks/bench_thread_pools.py``.
+    points on one thread each (``dml-tutorial sweep --jobs 2``) then do not overrun two cores: side by side, their
+    probe fits ran 6.4x faster so (``benchmarks/bench_thread_pools.py``).
 
     On a GPU, seeding is not enough: some CUDA kernels (cuBLAS reductions, atomic adds) round differently from run
     to run, so two seeded runs agree only to about 1e-5 (measured on an H100). ``deterministic=True`` turns on
