@@ -452,9 +452,10 @@ def test_best_shots_runs_the_chapters_one_search_prints_each_choice_and_counts_t
 
     choices = experiment.best_shots(dcdl, cfg, 4, rising, plan=Plan())
     rows, longer = len(choices["best shot"]), dcdl.search_rule(cfg).lengths[1:]
+    # without a cache each longer trial trains from the start: all its epochs
     assert added == [("the searches' walks", dcdl.unplanned(cfg, choices) - rows * len(longer), dcdl.BEST_SHOT)] + [
-        (f"the searches' longer trials ({n} epochs each)", rows, dcdl.BEST_SHOT, n) for n in longer]  # no cache:
-    added.clear()  # each longer trial trained from the start
+        (f"the searches' longer trials ({n} epochs each)", rows, dcdl.BEST_SHOT, n) for n in longer]
+    added.clear()
     capsys.readouterr()
     assert experiment.best_shots(dcdl, profiles.settings("dcdl", "smoke"), 0, run, plan=Plan()) == {}
     assert added == [] and capsys.readouterr().out == ""  # a profile without a search: nothing run or said
