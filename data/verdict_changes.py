@@ -8,7 +8,9 @@ tree's), so it compares any two states of the book, whatever code wrote them; it
 Prints markdown: a table of the claims whose word changed (with both cells: word, gain and interval), the claims
 only one side has, and the count of each word on each side with the share of decisive words (supported,
 contradicted, no effect detected) among the claims that have a cell at that scale. Claims are matched by chapter
-and claim text as the page prints them, so a reworded claim shows as one gone and one new.
+and claim text as the page prints them, so a reworded claim shows as one gone and one new. A "—" is a cell the page
+leaves empty because a line under the table says it once for the whole chapter (e.g. "every claim not testable
+here"); it is counted as "—", not as that word.
 """
 
 from __future__ import annotations
