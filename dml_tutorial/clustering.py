@@ -444,7 +444,8 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     Recall@1/2/4/8 and NMI. ``cfg`` keys: model, dim, epochs, batch_size, lr, max_shift, k, ``start`` (a
     pretrained trunk, :func:`dml_tutorial.pretrain.load_start`) and those of :func:`make_objective`. Returns an :class:`~dml_tutorial.experiment.Run`; with ``keep_objective`` its ``state``
     holds the trained objective (model, cluster classifier, decoder) for pictures; ``score=False`` leaves the
-    measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does; ``evaluate(model) ->
+    measuring to the caller (``Run.metrics`` holds only the seconds), as the bench does and a search's trial (scored
+    at its checkpoints) needs; ``evaluate(model) ->
     dict`` goes into the history after every ``cfg["eval_every"]`` epochs (default 1) and after the last
     (:func:`train_unsupervised`, which also takes ``checkpoint``, where a disconnected training resumes, and
     ``cfg["amp"]``)."""
@@ -605,7 +606,8 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     curve = spec.options.get("curve")
     evaluate = experiment.recall_checkpoint(data.test, curve, spec.settings) if curve else None
     return train_and_retrieve(data, spec.method, spec.settings, seed=spec.seed, device=device, progress=progress,
-                              keep_objective=spec.table == ABLATION, checkpoint=checkpoint, evaluate=evaluate)
+                              keep_objective=spec.table == ABLATION, checkpoint=checkpoint, evaluate=evaluate,
+                              score=evaluate is None)
 
 
 

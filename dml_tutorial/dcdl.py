@@ -201,7 +201,8 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     if "curve" in o:
         val = validation_split(splits, s.held_out_faces or 1, o["noise"], spec.seed, pairs)
         return experiment.train_and_probe(val, spec.method, s, k=o["k"], seed=spec.seed, device=device,
-                                          progress=progress, checkpoint=checkpoint, probe_every=s.eval_every)
+                                          progress=progress, checkpoint=checkpoint, probe_every=s.eval_every,
+                                          score=False)
     return experiment.train_and_probe(splits, spec.method, s, k=o["k"], noise=o["noise"], pairs=pairs,
                                       seed=spec.seed, device=device, progress=progress, checkpoint=checkpoint,
                                       curves=o.get("curves", False))

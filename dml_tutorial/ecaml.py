@@ -450,7 +450,8 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     evaluate = experiment.recall_checkpoint(data.test, spec.options["curve"], s) if "curve" in spec.options else None
     return experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,
                                          progress=progress, checkpoint=checkpoint,
-                                         curves=spec.options.get("curves", False), init=init, evaluate=evaluate)
+                                         curves=spec.options.get("curves", False), init=init, evaluate=evaluate,
+                                         score=evaluate is None)
 
 
 # --- EC during training, read from the recorded curves of Table 4's runs -------------------------------------------

@@ -683,7 +683,7 @@ def _train_spec(spec, progress: bool = False, checkpoint=None, *, splits: dict, 
     seed = spec.seed + REPLICATE_SEEDS * o.get("replicate", 0)  # the same split, another start and batches
     return experiment.train_and_retrieve(data, spec.method, spec.settings, p=o["p"], k=o["k"], seed=seed,
                                          device=device, progress=progress, checkpoint=checkpoint,
-                                         noise=o.get("noise"), evaluate=evaluate)
+                                         noise=o.get("noise"), evaluate=evaluate, score=evaluate is None)
 
 
 # --- the chapter's experiment, trained table by table (each on its own split), and the tables it records ------------

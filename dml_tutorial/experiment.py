@@ -116,7 +116,7 @@ def load_init(model: torch.nn.Module, init: dict) -> None:
 
 def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=None, seed: int = 0,
                     device="auto", progress: bool = False, checkpoint=None, curves: bool = False,
-                    probe_every: int | None = None) -> Run:
+                    probe_every: int | None = None, score: bool = True) -> Run:
     """Train on the training split with ``noise`` applied, on batches of every class x ``k`` samples (the DCDL
     paper's; ``cfg["p"]`` classes instead where it is set, as on the glyph test bed's hundreds), see :func:`_train`
     for the other ``cfg`` keys, then probe it; ``Run.test_predictions`` keeps the probe's predicted test labels
@@ -125,7 +125,9 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
     objective, each term's value and weighted pull at the embedding layer, as :func:`train_and_retrieve` does.
     ``probe_every=n`` fits and scores the probe after every ``n`` epochs and after the last as well, into the
     history's ``"probe accuracy"``: the curve a search reads a training length from (:func:`dml_tutorial.dcdl.
-    choose_trainings`, on a validation split); not with ``curves``."""
+    choose_trainings`, on a validation split); not with ``curves``. ``score=False`` (a search's trial, whose last
+    checkpoint is its score) skips the final probe, which would fit the last checkpoint's probe again: the test
+    embeddings alone, as :func:`train_and_retrieve`'s (``Run.metrics`` holds ``flipped`` and the seconds)."""
     data = corrupt(splits.train, noise, seed, pairs)
     p = cfg.get("p") or len(np.unique(data.labels))
     workers = cfg.get("workers", 0)
@@ -137,8 +139,11 @@ def train_and_probe(splits, loss_fn, cfg: dict, *, k: int, noise=None, pairs=Non
         evaluate, cfg = _probe(data, splits.test, seed, workers), {**cfg, "eval_every": probe_every}
     model, history, seconds = _train(data, loss_fn, cfg, p=p, k=k, seed=seed, device=device, progress=progress,
                                      checkpoint=checkpoint, evaluate=evaluate)
-    z_train, z_test = train.embed(model, data, num_workers=workers), train.embed(model, splits.test, num_workers=workers)
     flipped = float(np.mean(data.labels != splits.train.labels))
+    z_test = train.embed(model, splits.test, num_workers=workers)
+    if not score:
+        return Run({"flipped": flipped, "seconds": seconds}, z_test, history)
+    z_train = train.embed(model, data, num_workers=workers)
     scores, predicted = _measure(z_train, data.labels, z_test, splits.test.labels, cfg, True, seed, device)
     return Run({**scores, "flipped": flipped, "seconds": seconds}, z_test, history, test_predictions=predicted)
 
@@ -348,7 +353,8 @@ def train_and_retrieve(splits, loss_fn, cfg: dict, *, p: int, k: int, seed: int 
     - ``init``: a state dict to start from instead of a random initialisation; ``keep_state`` returns the trained
       weights in ``Run.state``;
     - ``score=False`` returns the test embeddings alone (``Run.metrics`` holds only the seconds; no training-split
-      embedding, no k-means), for a caller that measures them its own way (the bench, :func:`bench.scores`);
+      embedding, no k-means), for a caller that measures them its own way (the bench, :func:`bench.scores`) or
+      not at all (a search's trial, scored at its checkpoints: the final Recall@K, NMI and F1 would be discarded);
     - ``evaluate(model) -> dict``: the caller's own checkpoints, into the history after every ``cfg["eval_every"]``
       epochs (default 1) and after the last (the bench's choice of a training length); not with ``curves``."""
     if evaluate is not None and curves:

@@ -246,7 +246,8 @@ def _train_spec(spec: RunSpec, progress: bool = False, checkpoint=None, *, split
     out = experiment.train_and_retrieve(data, spec.method, s, p=s.p, k=s.k, seed=spec.seed, device=device,
                                         progress=progress, checkpoint=checkpoint, noise=o.get("noise"),
                                         fraction=o.get("fraction", 1.0), curves=o.get("curves", False),
-                                        keep_state=o.get("keep_state", False), init=init, evaluate=evaluate)
+                                        keep_state=o.get("keep_state", False), init=init, evaluate=evaluate,
+                                        score=evaluate is None)
     if o.get("keep_state"):
         states.kept[(spec.table, spec.seed)] = out.state
     return out

@@ -23,10 +23,10 @@ splits once with the profile's ``decode_once``, else every batch and every evalu
 loader process timed on 16 of the dataset's files, times ``workers``) and the images the evaluations embed (each
 run's two splits, ECAML's per-epoch curves) at a forward probe's speed. Every chapter but the foundations (whose
 loop in view scores after every epoch, inside its training time) also counts its evaluations (:func:`evaluation`):
-each run's final scoring, each search trial's checkpoints and ECAML's curve points, each kind timed once through the
-runs' own scoring code at the main split's sizes (:func:`probe_scoring`), and for in-memory data the images they
-embed. :meth:`Plan.check` prints the measured training time beside the estimate, and the whole chapter's beside
-:meth:`Plan.whole`.
+each grid run's final scoring, each search trial's checkpoints (a trial has no final scoring: its last checkpoint
+is its score) and ECAML's curve points, each kind timed once through the runs' own scoring code at the main split's
+sizes (:func:`probe_scoring`), and for in-memory data the images they embed. :meth:`Plan.check` prints the measured
+training time beside the estimate, and the whole chapter's beside :meth:`Plan.whole`.
 """
 
 from __future__ import annotations
@@ -442,14 +442,17 @@ def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds
                scoring=None, seconds: dict | None = None) -> Evaluation:
     """The chapter's evaluations (:class:`Evaluation`) for its ``trainings`` of its own model on its own images
     (as :func:`reading`: not, e.g., EPS's even/odd or sub-cluster runs), its main split of ``sizes`` (training
-    images, test images, test classes): each run's final scoring, each search trial's checkpoints, ECAML's curve
-    points, each timed once by ``scoring`` (:func:`probe_scoring`); with ``forward_seconds`` (in-memory data) also
-    the images they embed: each run's two splits, each checkpoint's test-sized split, each curve point's
-    images; ``seconds``: those timings, already made (:meth:`Plan.add` recounts with them). The reference rows and
-    a chapter's own extra measures (EPS's NMI+, its figures' t-SNE and UMAP) are not counted."""
+    images, test images, test classes): each run's final scoring (not a search trial's: its last checkpoint is its
+    score, ``score=False`` in the chapters' runners), each search trial's checkpoints, ECAML's curve points, each
+    timed once by ``scoring`` (:func:`probe_scoring`); with ``forward_seconds`` (in-memory data) also the images
+    they embed: each scored run's two splits, each trial's test split once at its end, each checkpoint's test-sized
+    split, each curve point's images; ``seconds``: those timings, already made (:meth:`Plan.add` recounts with
+    them). The reference rows and a chapter's own extra measures (EPS's NMI+, its figures' t-SNE and UMAP) are not
+    counted."""
     n_train, n_test, classes = sizes
     own = [t for t in trainings if t.runs and t.model == cfg["model"] and t.shape == _shape(cfg)]
-    finals, checks = sum(t.runs for t in own), sum(t.runs * t.checkpoints for t in own)
+    finals, trials = sum(t.runs for t in own if not t.checkpoints), sum(t.runs for t in own if t.checkpoints)
+    checks = sum(t.runs * t.checkpoints for t in own)
     points = sum(t.curve_runs * t.epochs for t in own)
     if seconds is None:
         seconds = (scoring or probe_scoring)(cfg, n_train, n_test, classes, device, probe=cfg["chapter"] == "dcdl",
@@ -458,8 +461,8 @@ def evaluation(cfg: dict, trainings: list, sizes: tuple, device, forward_seconds
              "search checkpoints": (checks, seconds.get("checkpoint", 0.0)),
              "curve points": (points, seconds.get("curve", 0.0))}
     if forward_seconds is not None:
-        embedded = finals * (n_train + n_test) + checks * n_test + sum(t.curve_runs * t.epochs * t.curve_images
-                                                                       for t in own)
+        embedded = finals * (n_train + n_test) + (trials + checks) * n_test + sum(
+            t.curve_runs * t.epochs * t.curve_images for t in own)
         parts["images embedded"] = (embedded, forward_seconds)
     return Evaluation(parts, seconds)
 

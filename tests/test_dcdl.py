@@ -1,6 +1,7 @@
 """The DCDL objective (eq. 5): the sum of its named terms with the paper's settings, the table row names, and the
 paper's numbers as quoted (checked against each other where the paper repeats a number)."""
 
+import dataclasses
 import json
 import math
 from types import SimpleNamespace
@@ -492,3 +493,18 @@ def test_the_time_lines_compare_seconds_per_epoch():
     table = {(dcdl.label("trip"), "clean"): runs(10.0, 5), (dcdl.label("trip", "W"), "clean"): runs(12.0, 2)}
     assert dcdl.time_lines(table, "trip", ["W"]) == [
         f"{dcdl.label('trip', 'W'):20s}:   3.0x the time per epoch of {dcdl.label('trip')} alone"]
+
+
+def test_a_search_trial_is_probed_at_its_checkpoints_only(monkeypatch):
+    """A trial (``options["curve"]``) asks train_and_probe for no final probe (its last checkpoint's, fitted again);
+    a grid run asks for it."""
+    seen = []
+    monkeypatch.setattr(experiment, "train_and_probe", lambda splits, loss_fn, cfg, **kw: seen.append(kw) or "run")
+    monkeypatch.setattr(dcdl, "validation_split", lambda splits, *a: "held-out face")
+    cfg = profiles.settings("dcdl", "glyphs2")
+    grid_run = next(s for s in dcdl.grid(cfg, [0]) if s.options["noise"] is None)
+    trial = dataclasses.replace(grid_run, split="validation", options={**grid_run.options, "curve": "probe accuracy"})
+    dcdl.run_spec("splits", "cpu")(trial)
+    dcdl.run_spec("splits", "cpu")(grid_run)
+    assert seen[0]["score"] is False and seen[0]["probe_every"] == cfg.eval_every
+    assert seen[1].get("score", True) is True and "probe_every" not in seen[1]

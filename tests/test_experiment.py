@@ -507,3 +507,66 @@ def test_a_longer_trial_goes_on_from_the_shorter_ones_last_state_to_the_run_from
     assert torch.equal(on.test_embeddings, whole.test_embeddings)
     with pytest.raises(ValueError, match="only a shorter run of the same training"):
         experiment.run_one(dataclasses.replace(long, seed=2), run, cache=tmp_path / "on", after=short)
+
+
+def _no_final_scoring(*args, **kwargs):
+    raise AssertionError("a search's trial scored at its end: its last checkpoint is its score")
+
+
+@pytest.mark.parametrize("chapter", ["noise_guarantees", "eps", "ecaml", "cbswr"])
+def test_a_search_trial_is_scored_at_its_checkpoints_only_and_a_grid_run_at_its_end(chapter, monkeypatch):
+    """Each retrieval chapter's runner trains a trial (``options["curve"]``) for real and never runs the final
+    Recall@K, k-means NMI and F1 (the search reads only the curve, whose last point is the last epoch); the same
+    spec without the curve, a grid run, is scored at its end."""
+    from functools import partial
+
+    from dml_tutorial import clustering, eps, guarantees, losses, spec
+
+    if chapter == "cbswr":
+        digits = data.load_dataset("digits", split="classes")
+        splits = dataclasses.replace(digits, train=digits.train.subset(range(96)), test=digits.test.subset(range(60)))
+        cfg = profiles.settings("cbswr", "smoke").replace(epochs=2, batch_size=32, eval_every=1, threads=1, k=8, dim=16)
+        trial = spec.RunSpec("search", "SME", "SME", cfg, column=2, split="validation", options={"curve": "R@1"})
+    else:
+        splits = data.load_dataset("subclusters", split="classes", seed=0, num_classes=6, modes_per_class=2,
+                                   samples_per_mode=12)
+        cfg = Settings(profile="test", dataset="subclusters", model="mlp", dim=8, epochs=2, lr=1e-2, threads=1, p=3,
+                       k=4, batches_per_epoch=3, eval_every=1)
+        trial = spec.RunSpec("search", "triplet", partial(losses.triplet_loss, negatives="semihard-random"), cfg,
+                             column=2, split="validation", options={"curve": "R@1", "p": 3, "k": 4})
+    module = {"noise_guarantees": guarantees, "eps": eps, "ecaml": ecaml, "cbswr": clustering}[chapter]
+    run = module.run_spec({"validation": splits}, "cpu")
+    with monkeypatch.context() as m:
+        m.setattr(metrics, "evaluate", _no_final_scoring)
+        m.setattr(experiment, "_measure", _no_final_scoring)
+        out = run(trial)
+    assert [r["epoch"] for r in out.history.records if "R@1" in r] == [1, 2]
+    assert set(out.metrics) == {"seconds"} and len(out.test_embeddings) == len(splits.test)
+    scored = run(dataclasses.replace(trial, options={k: v for k, v in trial.options.items() if k != "curve"}))
+    assert {"R@1", "NMI"} <= set(scored.metrics)
+
+
+def test_a_probed_trial_does_not_fit_its_last_checkpoints_probe_again(monkeypatch):
+    """DCDL's trial (train_and_probe with ``probe_every`` and ``score=False``): the probe at every checkpoint, the
+    last epoch's included, and no final probe; with ``score`` (a grid run) the final probe and R@1 as before."""
+    splits = data.load_dataset("subclusters", split="classes", seed=0, num_classes=6, modes_per_class=2,
+                               samples_per_mode=12)
+    cfg = Settings(profile="test", dataset="subclusters", model="mlp", dim=8, epochs=2, lr=1e-2, threads=1, p=3, k=4,
+                   batches_per_epoch=3)
+    fits = []
+    monkeypatch.setattr(metrics, "linear_probe_accuracy", lambda *a, **kw: fits.append(1) or 0.5)
+    with monkeypatch.context() as m:
+        m.setattr(experiment, "_measure", _no_final_scoring)
+        out = experiment.train_and_probe(splits, _triplet(), cfg, k=4, probe_every=1, score=False)
+    assert len(fits) == 2 and [r["probe accuracy"] for r in out.history.records] == [0.5, 0.5]
+    assert set(out.metrics) == {"flipped", "seconds"} and len(out.test_embeddings) == len(splits.test)
+    scored = experiment.train_and_probe(splits, _triplet(), cfg, k=4, probe_every=1)
+    assert {"accuracy", "R@1"} <= set(scored.metrics) and scored.test_predictions is not None
+
+
+def _triplet():
+    from functools import partial
+
+    from dml_tutorial import losses
+
+    return partial(losses.triplet_loss, negatives="semihard-random")

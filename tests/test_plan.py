@@ -343,7 +343,8 @@ def test_a_search_trial_scores_its_validation_split_every_eval_every_epochs_and_
 
 
 def test_the_evaluations_are_counted_from_the_trainings_and_timed_once_each():
-    """Counted by hand: 3 runs of the chapter's model with 4 checkpoints each, 2 runs with curves over 5 epochs of
+    """Counted by hand: 3 search trials of the chapter's model with 4 checkpoints each (no final scoring: the last
+    checkpoint is a trial's score; its test split embedded once at its end), 2 runs with curves over 5 epochs of
     100 images, and a run of another model (EPS's sub-clusters: not counted); 1,000 training and 500 test images."""
     cfg = profiles.settings("eps", "glyphs2")
     shape = plan._shape(cfg)
@@ -358,11 +359,11 @@ def test_the_evaluations_are_counted_from_the_trainings_and_timed_once_each():
 
     e = plan.evaluation(cfg, trainings, (1_000, 500, 50), "cpu", forward_seconds=1e-3, scoring=scoring)
     assert asked == [(1_000, 500, 50, False, True, True)]
-    embedded = 5 * (1_000 + 500) + 3 * 4 * 500 + 2 * 5 * 100
-    assert e.parts == {"final scorings": (5, 2.0), "search checkpoints": (12, 0.5), "curve points": (10, 0.25),
+    embedded = 2 * (1_000 + 500) + 3 * 500 + 3 * 4 * 500 + 2 * 5 * 100
+    assert e.parts == {"final scorings": (2, 2.0), "search checkpoints": (12, 0.5), "curve points": (10, 0.25),
                        "images embedded": (embedded, 1e-3)}
-    assert e.seconds() == pytest.approx(5 * 2.0 + 12 * 0.5 + 10 * 0.25 + embedded * 1e-3)
-    assert str(e).startswith("Evaluations: 5 final scorings (2 s each), 12 search checkpoints (0.5 s each)")
+    assert e.seconds() == pytest.approx(2 * 2.0 + 12 * 0.5 + 10 * 0.25 + embedded * 1e-3)
+    assert str(e).startswith("Evaluations: 2 final scorings (2 s each), 12 search checkpoints (0.5 s each)")
     on_disk = plan.evaluation(cfg, trainings[:1], (1_000, 500, 50), "cpu", scoring=scoring)  # Reading embeds
     assert "images embedded" not in on_disk.parts and asked[-1][-1] is False  # no curve: not timed
 
@@ -414,7 +415,8 @@ def test_the_walks_added_after_the_search_are_evaluated_too(monkeypatch):
     trial = next(t for t in p.trainings if t.section.startswith(dcdl.BEST_SHOT))
     p.add("the searches' walks", 3, like=dcdl.BEST_SHOT)
     assert p.evaluation.parts["search checkpoints"] == (before + 3 * trial.checkpoints, 0.1) and timed == [1]
-    assert p.evaluation.parts["final scorings"][0] == p.runs
+    trials = sum(t.runs for t in p.trainings if t.checkpoints)  # the searches' (a trial has no final scoring)
+    assert trials > 0 and p.evaluation.parts["final scorings"][0] == p.runs - trials
     assert p.evaluation.parts["curve points"][0] == 0  # DCDL's curves: its pulls on one batch, nothing embedded
 
 
