@@ -449,13 +449,16 @@ def train_and_retrieve(splits, method: str, cfg: dict, *, seed: int = 0, device=
     dict`` goes into the history after every ``cfg["eval_every"]`` epochs (default 1) and after the last
     (:func:`train_unsupervised`, which also takes ``checkpoint``, where a disconnected training resumes, and
     ``cfg["amp"]``)."""
+    from . import experiment, pretrain
+
+    # a pretrained trunk (the papers' ImageNet start), read before the seed: building a missing one seeds and threads
+    # its own training (experiment._train); the embedding layer stays the seed's
+    trunk = pretrain.load_start(cfg["start"], seed=seed) if pretrain.applies(cfg) else None
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(splits.train)
     model = models.from_settings(cfg, in_shape, dropout=0.0, normalize=True)
-    from . import experiment, pretrain
-
-    if pretrain.applies(cfg):  # a pretrained trunk (the papers' ImageNet start); the embedding layer stays the seed's
-        experiment.load_init(model, pretrain.load_start(cfg["start"], seed=seed))
+    if trunk is not None:
+        experiment.load_init(model, trunk)
     objective = make_objective(method, model, in_shape, cfg)
     data = splits.train
     if cfg.get("data_on_device") and isinstance(data, ArrayDataset):  # the images held on the GPU once, as uint8

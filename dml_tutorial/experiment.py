@@ -74,12 +74,14 @@ def _train(data, loss_fn, cfg, *, p, k, seed, device, progress, checkpoint, eval
     ``head_lr_mult`` x ``lr`` (ECAML: 10x), divided by 10 every ``lr_step`` epochs. GPU settings:
     ``data_on_device`` (in-memory datasets moved to the device once), ``augment`` (a key of ``AUGMENTATIONS``),
     ``amp`` and ``channels_last`` (see :func:`dml_tutorial.train.fit`); ``evaluate`` after every ``eval_every``
-    epochs (default 1) and after the last. Returns (model, history, seconds)."""
+    epochs (default 1) and after the last; the pretrained trunk (``cfg["start"]``) is read first, since building a
+    missing one seeds and threads its own training, and a run that builds it must train as one that loads it.
+    Returns (model, history, seconds)."""
+    if init is None and pretrain.applies(cfg):  # a pretrained trunk; the embedding layer stays the seed's
+        init = pretrain.load_start(cfg["start"], seed=seed)
     train.seed_everything(seed, threads=cfg.get("threads"))
     in_shape = input_shape(data)
     model = models.from_settings(cfg, in_shape)
-    if init is None and pretrain.applies(cfg):  # a pretrained trunk; the embedding layer stays the seed's
-        init = pretrain.load_start(cfg["start"], seed=seed)
     if init is not None:
         load_init(model, init)
     head = list(model.embedding.parameters())

@@ -570,3 +570,51 @@ def _triplet():
     from dml_tutorial import losses
 
     return partial(losses.triplet_loss, negatives="semihard-random")
+
+
+@pytest.mark.parametrize("chapter", ["supervised", "cbswr"])
+def test_a_run_that_builds_its_start_trains_exactly_as_one_that_loads_it(chapter, monkeypatch):
+    """A missing start is built on first use by a softmax training with its own seed and threads (the glyphs2
+    start: 2). The first run of a seed on a machine used to build it after seeding itself, so it trained on the
+    start's 2 threads where its re-run, loading the start, trains on its own 1 (the first trial of each test bed II
+    seed whose start the sweep built). Built or loaded, a run now trains on its own threads, to the same numbers."""
+    from dml_tutorial import clustering, pretrain
+
+    splits = data.load_dataset("digits", split="classes")
+    splits = dataclasses.replace(splits, train=splits.train.subset(range(96)), test=splits.test.subset(range(60)))
+    if chapter == "cbswr":
+        cfg = profiles.settings("cbswr", "smoke").replace(epochs=1, batch_size=32, threads=1, k=8, dim=16)
+    else:
+        cfg = Settings(profile="test", dataset="digits", model="mlp", dim=8, epochs=1, lr=1e-2, threads=1, p=3, k=4,
+                       batches_per_epoch=3)
+    cfg = cfg.replace(start="a start")
+    torch.manual_seed(7)
+    trunk = {k: v for k, v in models.from_settings(cfg, experiment.input_shape(splits.train)).state_dict().items()
+             if not k.startswith("embedding.")}
+    built = []
+
+    def load_start(name, seed=None):  # as pretrain.load_start: the first call builds (its own seed and threads)
+        if not built:
+            built.append(seed)
+            train.seed_everything(12345, threads=2)
+            torch.rand(100)
+        return trunk
+
+    monkeypatch.setattr(pretrain, "applies", lambda c: c.get("start") == "a start")
+    monkeypatch.setattr(pretrain, "load_start", load_start)
+    threads = []
+
+    def evaluate(model):
+        threads.append(torch.get_num_threads())
+        return {"R@1": 0.0}
+
+    def run():
+        if chapter == "cbswr":
+            return clustering.train_and_retrieve(splits, "SME", cfg, seed=3, device="cpu", evaluate=evaluate)
+        return experiment.train_and_retrieve(splits, _triplet(), cfg, p=3, k=4, seed=3, device="cpu",
+                                             evaluate=evaluate)
+
+    first, again = run(), run()
+    assert built == [3] and threads == [1, 1]
+    assert torch.equal(first.test_embeddings, again.test_embeddings)
+    assert [r["loss"] for r in first.history.records] == [r["loss"] for r in again.history.records]
