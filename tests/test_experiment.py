@@ -518,9 +518,7 @@ def test_a_search_trial_is_scored_at_its_checkpoints_only_and_a_grid_run_at_its_
     """Each retrieval chapter's runner trains a trial (``options["curve"]``) for real and never runs the final
     Recall@K, k-means NMI and F1 (the search reads only the curve, whose last point is the last epoch); the same
     spec without the curve, a grid run, is scored at its end."""
-    from functools import partial
-
-    from dml_tutorial import clustering, eps, guarantees, losses, spec
+    from dml_tutorial import clustering, eps, guarantees, spec
 
     if chapter == "cbswr":
         digits = data.load_dataset("digits", split="classes")
@@ -532,8 +530,8 @@ def test_a_search_trial_is_scored_at_its_checkpoints_only_and_a_grid_run_at_its_
                                    samples_per_mode=12)
         cfg = Settings(profile="test", dataset="subclusters", model="mlp", dim=8, epochs=2, lr=1e-2, threads=1, p=3,
                        k=4, batches_per_epoch=3, eval_every=1)
-        trial = spec.RunSpec("search", "triplet", partial(losses.triplet_loss, negatives="semihard-random"), cfg,
-                             column=2, split="validation", options={"curve": "R@1", "p": 3, "k": 4})
+        trial = spec.RunSpec("search", "triplet", _triplet(), cfg, column=2, split="validation",
+                             options={"curve": "R@1", "p": 3, "k": 4})
     module = {"noise_guarantees": guarantees, "eps": eps, "ecaml": ecaml, "cbswr": clustering}[chapter]
     run = module.run_spec({"validation": splits}, "cpu")
     with monkeypatch.context() as m:
