@@ -35,13 +35,15 @@ def _plain(value):
 
 
 def device_name(device) -> str:
-    """``"cuda: NVIDIA H100 80GB HBM3"`` or ``"cpu: x86_64, 2 threads"``: the hardware a number came from."""
+    """``"cuda: NVIDIA H100 80GB HBM3"`` or ``"cpu: x86_64, 2 threads"`` (``"1 thread"``): the hardware a number
+    came from."""
     import torch
 
     dev = torch.device(device)
     if dev.type == "cuda":
         return f"cuda: {torch.cuda.get_device_name(dev)}"
-    return f"{dev.type}: {platform.machine()}, {torch.get_num_threads()} threads"
+    threads = torch.get_num_threads()
+    return f"{dev.type}: {platform.machine()}, {threads} thread{'s' * (threads != 1)}"
 
 
 def record(table: Table | str, measured: dict, paper: dict | None = None, *, cfg, seeds, device, digits: int = 1,

@@ -65,3 +65,19 @@ def test_a_plan_checks_the_trainings_of_its_own_recorder(monkeypatch):
     assert len(rec.trainings) == p.runs
     with recorder.recording(), pytest.raises(AssertionError, match="the notebook ran 0"):
         p.check()  # another recorder: none of those trainings
+
+
+@pytest.mark.parametrize("threads, words", [(1, "1 thread"), (2, "2 threads")])
+def test_the_device_name_counts_the_threads_in_english(threads, words):
+    import platform
+
+    import torch
+
+    from dml_tutorial import recording
+
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(threads)
+        assert recording.device_name("cpu") == f"cpu: {platform.machine()}, {words}"
+    finally:
+        torch.set_num_threads(before)

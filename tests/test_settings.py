@@ -4,20 +4,10 @@ import dataclasses
 import json
 
 import pytest
-from helpers import ROOT
+from helpers import ROOT, load_script
 
 from dml_tutorial import profiles, protocol, report
 from dml_tutorial.settings import TYPES, CBSwRSettings, DCDLSettings, Frozen, Settings, conforms
-
-
-def script(relative: str):
-    """A script of the repository (not a package module) as a module."""
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location(relative.replace("/", "_")[:-3], ROOT / relative)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_an_undeclared_setting_is_an_error_that_names_the_known_ones():
@@ -146,7 +136,7 @@ def test_a_run_file_keeps_the_searches_of_every_table_it_recorded(monkeypatch, t
 
 
 def test_the_migration_moves_a_written_back_choice_and_leaves_a_converted_file_alone(tmp_path):
-    migrate = script("data/migrate_records.py")
+    migrate = load_script("data/migrate_records.py")
     old = json.loads((ROOT / "data/results/cbswr/glyphs2_seed-0.json").read_text())
     old["settings"]["head"] = old.pop("choices")["head"]  # as the file stood before 0.22.0
     new = migrate.choices_beside_settings(old)
