@@ -8,7 +8,8 @@
   several seeds of the full profile), one ``run`` per point, skipping points whose results file exists, so an interrupted sweep
   resumes; with several GPUs, runs go in parallel, one per GPU, and ``--jobs N`` runs N at once on a CPU, each on
   its share of the cores (:func:`_threads_per_point`). ``--executor slurm`` submits each pending point as
-  a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state;
+  a SLURM job instead (:mod:`dml_tutorial.slurm`, through submitit); ``--status`` shows each point's state (a
+  local point that runs or has begun with its cached trainings: :func:`local_state`);
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
   run in progress (``data/pending/``, data/README.md), and the run in progress keeps its finished trainings
   (:func:`point_runs`), so that resuming it loads them instead of training them again. ``--dry-run`` runs the
@@ -268,6 +269,51 @@ def point_runs(output: Path, chapter: str, rid: str) -> Path:
     return output / chapter / f"{rid}.runs"
 
 
+def point_marker(output: Path, chapter: str, rid: str) -> Path:
+    """The file a local sweep keeps while one of its points runs (JSON: the run's pid, the host, when it began),
+    removed when the run ends; ``--status`` reads it (:func:`local_state`)."""
+    return output / chapter / f"{rid}.running"
+
+
+def _live(marker: Path) -> dict | None:
+    """The marker's contents where it names a process alive on this host; ``None`` otherwise (no marker, a sweep
+    killed before it could remove it, or another host's, which cannot be checked from here)."""
+    import socket
+
+    try:
+        held = json.loads(marker.read_text())
+        if held["host"] != socket.gethostname():
+            return None
+        os.kill(int(held["pid"]), 0)  # signal 0: is it there
+    except (OSError, ValueError, KeyError, TypeError):  # ProcessLookupError is an OSError
+        return None
+    return held
+
+
+def _utc(seconds: float) -> str:
+    return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def local_state(output: Path, chapter: str, rid: str) -> str:
+    """A point with no run file as ``--status`` shows it on the local executor: ``running`` (its sweep's marker,
+    :func:`point_marker`, names a live process here), ``begun`` (its run cache, :func:`point_runs`, holds
+    trainings and nothing runs it: the same command resumes from them) or ``pending``; where it has begun, how
+    many trainings its cache holds, how many it holds part-way (a training's ``.partial.pt``, written every epoch
+    or every few minutes) and when it last wrote to it. A point run by a sweep older than the marker reads
+    ``begun``: that time tells whether it still moves."""
+    cache = point_runs(output, chapter, rid)
+    files = sorted(cache.rglob("*.pt"), key=lambda f: f.stat().st_mtime) if cache.is_dir() else []
+    finished = [f for f in files if not f.name.endswith((".state.pt", ".partial.pt"))]
+    partial = sum(f.name.endswith(".partial.pt") for f in files)
+    detail = (f"{len(finished)} training{'s' * (len(finished) != 1)} cached" + (f", {partial} part-way" if partial else "")
+              + (f"; its cache last written at {_utc(files[-1].stat().st_mtime)}" if files else ""))
+    if held := _live(point_marker(output, chapter, rid)):
+        return f"running (pid {held['pid']} since {held['began']}; {detail})"
+    if files:
+        return f"begun ({detail}; the same command resumes from them)"
+    return "pending"
+
+
 def _takes(chapter: str, parameter: str) -> bool:
     """Whether ``chapter``'s notebook has the papermill ``parameter`` (read each time: a notebook may change)."""
     import papermill as pm
@@ -498,7 +544,7 @@ def _sweep(args, parser) -> int:
     if args.status:
         pending = {rid for rid, _ in todo}
         for rid, _ in points:
-            print(f"{rid}: {'pending' if rid in pending else 'done'}")
+            print(f"{rid}: {local_state(args.output, chapter, rid) if rid in pending else 'done'}")
         return 0
     devices = _devices(args.devices, spec)
     if args.jobs > 1 and devices != [None]:
@@ -529,12 +575,15 @@ def _sweep(args, parser) -> int:
                 # its own process group, so that a stop reaches the run (whose kernel follows its parent)
                 child = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, start_new_session=True)
                 running.add(child)
+                marker = point_marker(args.output, chapter, rid)
                 if stopping.is_set():  # the stop came between the start and the line above
                     os.killpg(child.pid, signal.SIGTERM)
                 try:
+                    _mark(marker, child.pid)
                     return child.wait(), log
                 finally:
                     running.discard(child)
+                    marker.unlink(missing_ok=True)
         finally:
             free.put(device)
 
@@ -563,6 +612,14 @@ def _sweep(args, parser) -> int:
     print(f"{chapter}: all {len(points)} runs have results in {args.results / chapter}; "
           "`dml-tutorial report` updates the book's pages", flush=True)
     return 0
+
+
+def _mark(marker: Path, pid: int) -> None:
+    """Write :func:`point_marker`'s file for the run ``pid``."""
+    import socket
+
+    began = _utc(time.time())
+    marker.write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "began": began}) + "\n")
 
 
 def _print_states(chapter: str, now: dict) -> None:
@@ -716,8 +773,9 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--dry-run", action="store_true",
                        help="run the grid's first point with the sweep file's dry_run parameters (tiny SETTINGS) "
                             "into --output, not --results: every cell of the path, in minutes, before the sweep")
-    sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, pending, "
-                       "failed, cancelled, not submitted) and run nothing")
+    sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, begun, "
+                       "pending; SLURM's: failed, cancelled, not submitted) and run nothing; a point that runs or "
+                       "has begun, with how many trainings it has cached and when it last wrote to its cache")
     sweep.add_argument("--commit", action="store_true",
                        help="commit each run file (and its figures) to the git repository holding --results as "
                             "soon as it finishes, and nothing else (e.g. --results data/pending)")

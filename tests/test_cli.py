@@ -404,6 +404,11 @@ def test_a_stopped_sweep_stops_its_run_and_kernel_and_resumes_later(folder):
             time.sleep(0.2)
         assert hold.exists(), sweep.communicate(timeout=30)
         kernel, run = map(int, hold.read_text().split())
+        held = subprocess.run([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--status", "--results",
+                               str(folder / "results"), "--output", str(folder / "runs")],
+                              capture_output=True, text=True, check=True).stdout.splitlines()
+        assert held[0].split(": ", 1)[1].startswith(f"running (pid {run} since "), held  # the sweep's marker
+        assert held[1].endswith("seed-1: pending"), held
         sweep.send_signal(signal.SIGTERM)
         err = sweep.communicate(timeout=60)[1]
         assert sweep.returncode == 128 + signal.SIGTERM
@@ -417,8 +422,43 @@ def test_a_stopped_sweep_stops_its_run_and_kernel_and_resumes_later(folder):
         _kill(sweep, hold)
     hold.unlink()
     status = subprocess.run([sys.executable, "-m", "dml_tutorial", "sweep", str(grid), "--status", "--results",
-                             str(folder / "results")], capture_output=True, text=True, check=True).stdout.splitlines()
+                             str(folder / "results"), "--output", str(folder / "runs")],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
     assert [line.rsplit("_", 1)[1] for line in status] == ["seed-0: pending", "seed-1: pending"]  # resumable
+    assert not list((folder / "runs" / "toy").glob("*.running"))  # the stopped sweep took its marker away
+
+
+def test_sweep_status_tells_a_running_point_from_a_begun_one_and_a_pending_one(folder, capsys):
+    """A local sweep's ``--status`` said "pending" for a point two hours into its training (test bed II's noise
+    sweep): it now reads the point's run cache and its sweep's marker."""
+    import socket
+
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2]\n")
+    output = folder / "runs"
+    argv = ["sweep", str(grid), "--results", str(folder / "results"), "--output", str(output), "--status"]
+    for seed in (0, 1):  # two cached trainings, one's state, one part-way
+        cache = cli.point_runs(output, "toy", f"smoke_seed-{seed}") / "toy-smoke-0123456789"
+        cache.mkdir(parents=True)
+        for name in ("a-seed0-1.pt", "a-seed0-1.state.pt", "b-seed0-2.pt", "c-seed0-3.partial.pt"):
+            (cache / name).write_bytes(b"x")
+        os.utime(cache / "c-seed0-3.partial.pt", (1_700_000_000, 1_700_000_000))  # 2023-11-14 22:13 UTC
+        for other in ("a-seed0-1.pt", "a-seed0-1.state.pt", "b-seed0-2.pt"):
+            os.utime(cache / other, (1_600_000_000, 1_600_000_000))
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    marker = {"host": socket.gethostname(), "began": "2026-12-06 20:22 UTC"}
+    cli.point_marker(output, "toy", "smoke_seed-0").write_text(json.dumps({**marker, "pid": os.getpid()}))
+    cli.point_marker(output, "toy", "smoke_seed-1").write_text(json.dumps({**marker, "pid": gone.pid}))
+    capsys.readouterr()
+    assert cli.main(argv) == 0
+    cached = "2 trainings cached, 1 part-way; its cache last written at 2023-11-14 22:13 UTC"
+    assert capsys.readouterr().out.splitlines() == [
+        f"smoke_seed-0: running (pid {os.getpid()} since 2026-12-06 20:22 UTC; {cached})",
+        f"smoke_seed-1: begun ({cached}; the same command resumes from them)",  # its marker's process is gone
+        "smoke_seed-2: pending"]
+    cli.point_marker(output, "toy", "smoke_seed-0").write_text(json.dumps({**marker, "host": "elsewhere",
+                                                                           "pid": os.getpid()}))
+    assert cli.main(argv) == 0 and capsys.readouterr().out.startswith("smoke_seed-0: begun (")  # not checkable
 
 
 def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
