@@ -275,6 +275,14 @@ def point_marker(output: Path, chapter: str, rid: str) -> Path:
     return output / chapter / f"{rid}.running"
 
 
+def _mark(marker: Path, pid: int) -> None:
+    """Write :func:`point_marker`'s file for the run ``pid``."""
+    import socket
+
+    began = _utc(time.time())
+    marker.write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "began": began}) + "\n")
+
+
 def _live(marker: Path) -> dict | None:
     """The marker's contents where it names a process alive on this host; ``None`` otherwise (no marker, a sweep
     killed before it could remove it, or another host's, which cannot be checked from here)."""
@@ -302,11 +310,12 @@ def local_state(output: Path, chapter: str, rid: str) -> str:
     or every few minutes) and when it last wrote to it. A point run by a sweep older than the marker reads
     ``begun``: that time tells whether it still moves."""
     cache = point_runs(output, chapter, rid)
-    files = sorted(cache.rglob("*.pt"), key=lambda f: f.stat().st_mtime) if cache.is_dir() else []
-    finished = [f for f in files if not f.name.endswith((".state.pt", ".partial.pt"))]
+    files = list(cache.rglob("*.pt")) if cache.is_dir() else []
+    finished = sum(not f.name.endswith((".state.pt", ".partial.pt")) for f in files)
     partial = sum(f.name.endswith(".partial.pt") for f in files)
-    detail = (f"{len(finished)} training{'s' * (len(finished) != 1)} cached" + (f", {partial} part-way" if partial else "")
-              + (f"; its cache last written at {_utc(files[-1].stat().st_mtime)}" if files else ""))
+    last = max((f.stat().st_mtime for f in files), default=None)
+    detail = (f"{finished} training{'s' * (finished != 1)} cached" + (f", {partial} part-way" if partial else "")
+              + (f"; its cache last written at {_utc(last)}" if files else ""))
     if held := _live(point_marker(output, chapter, rid)):
         return f"running (pid {held['pid']} since {held['began']}; {detail})"
     if files:
@@ -612,14 +621,6 @@ def _sweep(args, parser) -> int:
     print(f"{chapter}: all {len(points)} runs have results in {args.results / chapter}; "
           "`dml-tutorial report` updates the book's pages", flush=True)
     return 0
-
-
-def _mark(marker: Path, pid: int) -> None:
-    """Write :func:`point_marker`'s file for the run ``pid``."""
-    import socket
-
-    began = _utc(time.time())
-    marker.write_text(json.dumps({"pid": pid, "host": socket.gethostname(), "began": began}) + "\n")
 
 
 def _print_states(chapter: str, now: dict) -> None:
