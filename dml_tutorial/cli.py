@@ -323,6 +323,18 @@ def local_state(output: Path, chapter: str, rid: str) -> str:
     return "pending"
 
 
+def done_state(file: Path) -> str:
+    """A point with a run file as ``--status`` shows it: ``done``, with the file and the commit and date it records,
+    so that a run landed long ago in the default ``--results`` (``data/results``) is not read as a re-run's, whose
+    sweep writes into another folder (``--results data/pending``): the status needs the same ``--results``."""
+    try:
+        run = json.loads(file.read_text())
+        made = f"made from {run['commit'][:12]} on {run['date'][:10]}"
+    except (OSError, ValueError, KeyError, TypeError):
+        made = "unreadable"
+    return f"done ({file}: {made})"
+
+
 def _takes(chapter: str, parameter: str) -> bool:
     """Whether ``chapter``'s notebook has the papermill ``parameter`` (read each time: a notebook may change)."""
     import papermill as pm
@@ -553,7 +565,8 @@ def _sweep(args, parser) -> int:
     if args.status:
         pending = {rid for rid, _ in todo}
         for rid, _ in points:
-            print(f"{rid}: {local_state(args.output, chapter, rid) if rid in pending else 'done'}")
+            print(f"{rid}: " + (local_state(args.output, chapter, rid) if rid in pending
+                                 else done_state(args.results / chapter / f"{rid}.json")))
         return 0
     devices = _devices(args.devices, spec)
     if args.jobs > 1 and devices != [None]:

@@ -148,7 +148,15 @@ def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     files[0].unlink()
     capsys.readouterr()
     assert cli.main(argv + ["--status"]) == 0  # runs nothing, says what is there
-    assert capsys.readouterr().out.splitlines() == ["smoke_seed-0: pending", "smoke_seed-2: done"]
+    made = json.loads(files[1].read_text())
+    assert capsys.readouterr().out.splitlines() == [  # a done point says which run file, from where and when
+        "smoke_seed-0: pending",
+        f"smoke_seed-2: done ({files[1]}: made from {made['commit'][:12]} on {made['date'][:10]})"]
+    files[1].write_text("{")
+    assert cli.main(argv + ["--status"]) == 0
+    assert capsys.readouterr().out.splitlines()[1] == f"smoke_seed-2: done ({files[1]}: unreadable)"
+    files[1].write_text(json.dumps(made))
+    os.utime(files[1], ns=(stamps[files[1]], stamps[files[1]]))  # as the sweep left it
     assert not files[0].exists()
     assert cli.main(argv) == 0  # resumes: only the missing point runs again
     assert files[0].exists() and files[1].stat().st_mtime_ns == stamps[files[1]]
