@@ -137,12 +137,7 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                               "search_lengths": "the search may go on to 40 epochs: 71 of 80 choices sat at 20, "
                                                 "their held-out curves still rising",
                               "even_odd_search_epochs": "Table 1's arms searched too: every rate, checkpoints to 20 "
-                                                        "epochs, on character R@1 of two held-out faces"},
-                      "noise_guarantees": {**_FACES_AND_START, **{k: "each arm at each noise rate at its best shot "
-                                                                   "(guarantees.best_shots), on noisy held-out labels"
-                                                                   for k in NOISE_SEARCH},
-                                           **{k: "the shared rate's search is gone (guarantees.best_shots)"
-                                              for k in ("lr_candidates", "lr_ladder")}}}
+                                                        "epochs, on character R@1 of two held-out faces"}}
 _NOISES = (None, ("symmetric", 0.3), ("asymmetric", 0.2))
 _SUBCLUSTERS = (None, ("symmetric", 0.2), ("symmetric", 0.4))
 _CUB = {"dataset": "cub200", "compare_with": "CUB"}
