@@ -78,9 +78,9 @@ WHY = {
         ("Each verdict pairs the gap at a noise rate with the same seed's gap without noise: a lead on clean "
          "labels is not counted as robustness."),
         ("On test bed II (a pretrained network, fine-tuned: the paper's regime) each arm at each noise rate trains "
-         "at the rate and for the length that its own held-out characters, as noisy as its labels, chose. Random "
-         "semi-hard's lead over fixed semi-hard grows with the noise rate at the two larger rates, the paper's "
-         "empirical claim; at the smallest the growth is small beside the spread between seeds."),
+         "at the rate and length its own held-out characters, as noisy as its labels, chose. Random semi-hard's "
+         "lead grows at the two larger rates, the paper's empirical claim; at the smallest, the growth is small "
+         "beside the seeds' spread."),
         ("The lead is not one recipe's: it shows again with Adam at each arm's chosen rate and with RMSprop at the "
          "runner-up rate (the other recipes' table)."),
         ("Under noise, training longer does not help: at p = 0.4 both triplet arms stop climbing halfway through "
