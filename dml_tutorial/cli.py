@@ -91,6 +91,9 @@ def _arguments(params: dict) -> list[str]:
 def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Path, figures: bool = False,
                 commit: str | None = None) -> float:
     """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken.
+    With a run cache (``RUNS``, a sweep point's: :func:`point_runs`), the file records too how many trainings it
+    holds and the seconds they took over every sitting (``trainings``, ``trained_seconds``:
+    :func:`dml_tutorial.experiment.cache_seconds`); ``seconds`` is this sitting's wall time.
     With ``figures``, the figures the notebook records (:func:`dml_tutorial.report.record_figure`) are kept in
     ``<results file>.figures/`` beside it and listed in it. ``commit``: the tree the run started from (default:
     read before the notebook runs, since executing it in place rewrites its outputs and dirties the tree)."""
@@ -131,6 +134,11 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
             shutil.copytree(recorded.with_suffix(".figures"), folder)
             kept = sorted(f"{folder.name}/{p.name}" for p in folder.glob("*.png"))
         run = report.run_file(name, what, recorded, command, seconds, kept, commit=commit)
+        if params.get("RUNS") and Path(params["RUNS"]).is_dir():  # a sweep point's cache holds every sitting's
+            from .experiment import cache_seconds
+
+            trained, run["trainings"] = cache_seconds(params["RUNS"])
+            run["trained_seconds"] = round(trained, 1)
     results_file.parent.mkdir(parents=True, exist_ok=True)
     tmp_file = results_file.with_name(results_file.name + ".tmp")
     tmp_file.write_text(json.dumps(run, indent=1) + "\n")

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import pickle
 import re
 import shutil
 import sys
@@ -536,6 +537,25 @@ def _cache_path(cache, key, seed, made_of) -> tuple[Path, str, dict]:
     name = re.sub(r"[^A-Za-z0-9.+-]+", "_", "-".join(map(str, key if isinstance(key, tuple) else (key,))))
     settings = as_data({**made_of, "version": __version__})
     return Path(cache) / f"{name}-seed{seed}-{fingerprint(settings)[:10]}.pt", name, settings
+
+
+def cache_seconds(cache) -> tuple[float, int]:
+    """The seconds the trainings a ``cache`` folder holds took, summed (each result's own ``metrics["seconds"]``,
+    measured when it was trained, whichever sitting that was), and how many results it holds. A sweep point's
+    run file records them (``dml-tutorial run`` with ``RUNS``): its ``seconds`` count the last sitting alone. A
+    floor on the point's compute: scoring outside a training, a pretrained start's build and a training's part
+    before it was resumed are not counted, nor a file that holds no result (one written by other code)."""
+    seconds = [_seconds_of(f) for f in Path(cache).rglob("*.pt") if not f.name.endswith((".partial.pt", ".state.pt"))]
+    return sum(s for s in seconds if s is not None), sum(s is not None for s in seconds)
+
+
+def _seconds_of(path: Path) -> float | None:
+    """The seconds a cached result's training took, ``None`` for a file that is not a cached result."""
+    try:
+        metrics = torch.load(path, weights_only=False, map_location="cpu")["metrics"]
+        return float(metrics["seconds"])
+    except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
+        return None
 
 
 def _kept(path: Path, what: str) -> Path:

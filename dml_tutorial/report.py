@@ -251,7 +251,8 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
              f"- package: {', '.join(sorted({r['version'] for r in runs}))}",
              f"- commits: {', '.join(sorted({r['commit'][:12] for r in runs}))}",
              f"- dates: {min(r['date'] for r in runs)[:10]} to {max(r['date'] for r in runs)[:10]}",
-             f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", *_start_line(runs), "", "```bash"]
+             f"- hours of compute: {sum(r['seconds'] for r in runs) / 3600:.2f}", *_trained_line(runs),
+             *_start_line(runs), "", "```bash"]
     lines += sorted({r["command"] for r in runs}) + ["```", ""]
     for table, (measured, paper) in merge_seeds(runs).items():
         quoted = "; paper columns quoted from the paper" if any(paper.values()) else ""
@@ -264,6 +265,18 @@ def _section(key: tuple, runs: list[dict], registration: dict | None = None, lev
     if not verdicts.empty:
         lines += [f"{sub} Verdicts", "", claims.markdown(verdicts), "", VERDICT_NOTE, ""]
     return lines
+
+
+def _trained_line(runs: list[dict]) -> list[str]:
+    """``["- hours of training, every sitting: ..."]`` where the runs recorded their caches' trainings (a sweep
+    point's, :func:`dml_tutorial.experiment.cache_seconds`): "hours of compute" counts a resumed point's last
+    sitting alone."""
+    kept = [r for r in runs if "trained_seconds" in r]
+    if not kept:
+        return []
+    of = "" if len(kept) == len(runs) else f" ({len(kept)} of the {len(runs)} runs recorded it)"
+    hours, trainings = sum(r["trained_seconds"] for r in kept) / 3600, sum(r["trainings"] for r in kept)
+    return [f"- hours of training, every sitting: {hours:.2f}, {trainings:,} trainings{of}"]
 
 
 def _start_line(runs: list[dict]) -> list[str]:

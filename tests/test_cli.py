@@ -31,12 +31,15 @@ report.record("Toy table", {"row": {"R@1": [0.5 + SEED / 10]}}, {"row": {"R@1": 
               device="cpu")
 report.record(f"GPUs visible: {os.environ.get('CUDA_VISIBLE_DEVICES')}", {"run": {"n": [1]}}, cfg=cfg, seeds=[SEED],
               device="cpu")
-if RUNS:  # the run cache: the first training is kept there, and loaded when the point runs again
+if RUNS:  # the run cache: the first training is kept there (it took 2.5 s), and loaded when the point runs again
     import pathlib
+    import torch
     kept = pathlib.Path(RUNS) / f"first-training-seed{SEED}.pt"
     loaded = kept.exists()
     kept.parent.mkdir(parents=True, exist_ok=True)
-    kept.touch()
+    if not loaded:
+        torch.save({"metrics": {"seconds": 2.5}}, kept)
+        (kept.parent / "not-a-result.pt").write_text("written by other code")
     report.record("Cache", {"first training": {"loaded": [float(loaded)]}}, cfg=cfg, seeds=[SEED], device="cpu")
 if SETTINGS.get("threads"):  # a point run beside others (sweep --jobs): when it ran, and on how many threads
     import pathlib
@@ -90,6 +93,7 @@ def test_run_writes_the_executed_notebook_and_its_results(folder):
     assert run["tables"][0]["measured"] == {"row": {"R@1": [0.6]}} and run["profile"] == "smoke"
     assert run["device"].startswith("cpu")
     assert "figures" not in run and not list(out.glob("*.figures"))  # kept only when asked for (sweeps ask)
+    assert "trained_seconds" not in run  # no run cache of its own: its seconds are its compute
 
 
 def test_a_run_file_records_what_ran_not_where_it_kept_its_runs_and_data(folder):
@@ -203,6 +207,7 @@ def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_o
     run = json.loads((results / "toy" / "smoke_seed-3.json").read_text())
     assert run["tables"][2]["measured"] == {"first training": {"loaded": [1.0]}}  # loaded, not trained again
     assert "RUNS" not in run["parameters"] and "RUNS" not in run["command"]  # where, not what: another machine re-runs it
+    assert (run["trainings"], run["trained_seconds"]) == (1, 2.5)  # the first sitting's training, counted in the last
     assert not cache.exists()  # the point is done: its trainings are not needed again
     own = folder / "drive"
     grid = _grid(folder, f"chapter: toy\nprofile: smoke\nparameters: {{RUNS: '{own}'}}\ngrid:\n  SEED: [4]\n")

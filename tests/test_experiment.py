@@ -83,6 +83,17 @@ def test_grid_runs_every_seed_and_resumes_from_its_cache(tmp_path):
         experiment.grid(configs, [], _fake_run(calls))
 
 
+def test_cache_seconds_sums_the_trainings_a_cache_holds_over_its_sittings(tmp_path):
+    def run(value, seed):
+        return experiment.Run({"seconds": value * 10 + seed}, torch.zeros(1, 2), train.History())
+    experiment.grid({"a": {"value": 1.0}}, [0, 1], run, cache=tmp_path)  # one sitting: 10 + 11 s
+    experiment.grid({"a": {"value": 1.0}, "b": {"value": 2.0}}, [0, 1], run, cache=tmp_path)  # the next: 20 + 21 s
+    (tmp_path / "b-seed0-0123456789.partial.pt").write_bytes(b"a training in progress")
+    (tmp_path / "notes.pt").write_text("not a result")
+    assert experiment.cache_seconds(tmp_path) == (62.0, 4)
+    assert experiment.cache_seconds(tmp_path / "empty") == (0.0, 0)
+
+
 def test_a_cached_run_trained_under_other_settings_is_trained_again(tmp_path, capsys):
     calls = []
     experiment.grid({"row": {"value": 0.5}}, [0], _fake_run(calls), cache=tmp_path)

@@ -88,6 +88,10 @@ def test_run_file_describes_the_run(tmp_path):
     assert both["seeds"] == [0, 1, 2] and [t["seeds"] for t in both["tables"]] == [[1], [0, 1, 2]]
     page = "\n".join(report._section(("full", "cifar10", "vgg9", 1), [both]))
     assert "seeds 0, 1, 2" in page and "mean ± std over seeds 1." in page and "over seeds 0, 1, 2." in page
+    assert "every sitting" not in page  # no run recorded its cache's trainings
+    resumed = {**both, "trained_seconds": 5400.0, "trainings": 12}  # a sweep point resumed over sittings
+    page = "\n".join(report._section(("full", "cifar10", "vgg9", 1), [both, resumed]))
+    assert "- hours of training, every sitting: 1.50, 12 trainings (1 of the 2 runs recorded it)" in page
 
 
 def test_a_run_file_names_the_start_its_runs_loaded(tmp_path, monkeypatch):
