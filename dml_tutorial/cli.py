@@ -93,7 +93,8 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
     """Execute ``src`` into ``out`` with ``params`` and write the run's results file; returns the seconds taken.
     With a run cache (``RUNS``, a sweep point's: :func:`point_runs`), the file records too how many trainings it
     holds and the seconds they took over every sitting (``trainings``, ``trained_seconds``:
-    :func:`dml_tutorial.experiment.cache_seconds`); ``seconds`` is this sitting's wall time.
+    :func:`dml_tutorial.experiment.cache_seconds`; a folder several runs share counts all of theirs); ``seconds``
+    is this sitting's wall time.
     With ``figures``, the figures the notebook records (:func:`dml_tutorial.report.record_figure`) are kept in
     ``<results file>.figures/`` beside it and listed in it. ``commit``: the tree the run started from (default:
     read before the notebook runs, since executing it in place rewrites its outputs and dirties the tree)."""
