@@ -54,6 +54,7 @@ from . import __version__, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
 from .protocol import MACHINE
+from .settings import THREADS_ENV
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices", "dry_run"}
 #: Notebook parameters that say where things are kept, not what runs (a sweep point's run cache, a mounted Drive
@@ -166,6 +167,8 @@ def _run(args, parser) -> int:
         params["PROFILE"] = args.profile
     from .report import git_commit
 
+    if warning := busy_cores_warning(run_threads(names[0], params)):
+        print(warning, file=sys.stderr, flush=True)
     commit = git_commit()  # every chapter starts from this tree, though `run all` rewrites the earlier notebooks
     for name in names:
         src = known[name]
@@ -370,6 +373,49 @@ def _threads_per_point(chapter: str, jobs: int) -> int | None:
 def _on_threads(params: dict, threads: int | None) -> dict:
     """A point's parameters with its ``threads`` added to its ``SETTINGS`` (``None``: as they are)."""
     return params if threads is None else {**params, "SETTINGS": {**(params.get("SETTINGS") or {}), "threads": threads}}
+
+
+def run_threads(chapter: str, params: dict) -> int | None:
+    """The torch threads a run of ``chapter`` with the papermill ``params`` trains on (``seed_everything``'s
+    order): ``DML_TUTORIAL_THREADS``, else its ``SETTINGS``' ``threads``, else its profile's; ``None`` for torch's
+    own (one per core), or where the chapter has no profiles."""
+    from . import profiles
+
+    if os.environ.get(THREADS_ENV):
+        return int(os.environ[THREADS_ENV])
+    changes = params.get("SETTINGS") or {}
+    try:
+        return changes["threads"] if "threads" in changes else profiles.settings(
+            chapter, params.get("PROFILE", "auto"), changes).threads
+    except ValueError:  # no profiles (the loss zoo), or settings the notebook itself will refuse
+        return None
+
+
+def busy_cores_warning(threads: int | None, runs: int = 1, busy: float | None = None,
+                       cores: int | None = None) -> str | None:
+    """A warning where ``runs`` trainings of ``threads`` threads each (``None``: torch's own, one per core) are
+    about to start on ``cores`` cores (default: this process's) that other work keeps busy (``busy`` of them;
+    default: measured over half a second with psutil) and do not fit beside it; ``None`` where they fit or run on
+    one thread. torch's OpenMP threads spin while they wait for each other, so a thread that loses its core to a
+    neighbour stalls the rest: on the 2-core Xeon test bed II's training steps on 2 threads beside 2 busy
+    single-threaded processes took 2.7x as long as on 1 thread, where on idle cores 2 threads were 1.5x as fast as 1
+    (``benchmarks/bench_busy_cores.py``)."""
+    mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
+    cores = cores or len(mine)
+    threads = threads or cores
+    if threads == 1:
+        return None
+    if busy is None:
+        import psutil
+
+        per_core = psutil.cpu_percent(interval=0.5, percpu=True)
+        busy = sum(per_core[i] for i in mine if i < len(per_core)) / 100  # the cores this process may run on
+    if busy + threads * runs <= cores + 0.25:  # a quarter of a core: a brief job beside the run is no warning
+        return None
+    return (f"warning: other work keeps {busy:.1f} of this machine's {cores} cores busy; {runs} run"
+            f"{'s' * (runs > 1)} of {threads} threads beside it can take several times as long as on one thread "
+            "(torch's threads spin waiting for a thread that lost its core: benchmarks/bench_busy_cores.py). Give "
+            f"each run one thread ({THREADS_ENV}=1; a sweep: --jobs {cores}) or wait for the cores to be free")
 
 
 class _Stop(Exception):
@@ -584,6 +630,9 @@ def _sweep(args, parser) -> int:
         threads = _threads_per_point(chapter, args.jobs)
     except ValueError as err:
         parser.error(str(err))
+    if todo and devices == [None] and (warning := busy_cores_warning(threads or run_threads(chapter, todo[0][1]),
+                                                                     args.jobs)):
+        print(warning, file=sys.stderr, flush=True)
     slots = devices * args.jobs
     where = ", ".join(f"GPU {d}" if d else "the default device" for d in devices)
     print(f"{chapter}: {len(points)} runs in the grid, {len(points) - len(todo)} already have results, "

@@ -30,6 +30,11 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Union
 
+#: When set, every training's CPU thread count (the profile's ``threads`` overridden): a test harness that runs
+#: two chapters side by side on two cores gives each one thread (notebooks/conftest.py). Read by
+#: ``train.seed_everything`` and, without loading torch, by the command line (``cli.run_threads``).
+THREADS_ENV = "DML_TUTORIAL_THREADS"
+
 
 class Frozen(dict):
     """A read-only dict (a profile's nested options): JSON writes it as a dict, and it hashes by its contents."""

@@ -29,6 +29,7 @@ from tqdm import tqdm
 
 from . import recorder
 from .data import ArrayDataset
+from .settings import THREADS_ENV
 
 
 def resolve_device(device: str | torch.device = "auto") -> torch.device:
@@ -44,22 +45,19 @@ def resolve_device(device: str | torch.device = "auto") -> torch.device:
     return dev
 
 
-#: When set, every training's CPU thread count (the profile's ``threads`` overridden): a test harness that runs
-#: two chapters side by side on two cores gives each one thread (notebooks/conftest.py).
-THREADS_ENV = "DML_TUTORIAL_THREADS"
-
-
 #: What the BLAS and OpenMP pools loaded after :func:`seed_everything` read their thread count from.
 POOL_ENV = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
 
 
 def seed_everything(seed: int, threads: int | None = None, deterministic: bool = False):
     """Seed Python, NumPy and torch (CPU and CUDA); optionally fix the CPU thread count (``threads``, or
-    :data:`THREADS_ENV` when set), which also fixes the order of floating-point reductions (so CPU results repeat
-    exactly on a machine): torch's, and through threadpoolctl those of the BLAS and OpenMP pools that scikit-learn,
-    NumPy and SciPy loaded (the probe's logistic regression, k-means), which otherwise take every core. Two sweep
-    points on one thread each (``dml-tutorial sweep --jobs 2``) then do not overrun two cores: side by side, their
-    probe fits ran 6.4x faster so (``benchmarks/bench_thread_pools.py``).
+    :data:`~dml_tutorial.settings.THREADS_ENV` when set), which also fixes the order of floating-point reductions
+    (so CPU results repeat exactly on a machine): torch's, and through threadpoolctl those of the BLAS and OpenMP
+    pools that scikit-learn, NumPy and SciPy loaded (the probe's logistic regression, k-means), which otherwise
+    take every core. Two sweep points on one thread each (``dml-tutorial sweep --jobs 2``) then do not overrun two
+    cores: side by side, their probe fits ran 6.4x faster so (``benchmarks/bench_thread_pools.py``). Threads are
+    never chosen from how busy the machine is (that would change the sums' order from run to run); the command
+    line warns instead where they do not fit beside other work (``cli.busy_cores_warning``).
 
     On a GPU, seeding is not enough: some CUDA kernels (cuBLAS reductions, atomic adds) round differently from run
     to run, so two seeded runs agree only to about 1e-5 (measured on an H100). ``deterministic=True`` turns on

@@ -189,6 +189,54 @@ def test_sweep_jobs_runs_points_side_by_side_each_on_its_share_of_the_cores(fold
     assert "takes no SETTINGS" in _fails(argv, capsys)
 
 
+def test_a_run_on_more_threads_than_the_cores_have_free_is_warned_about(monkeypatch):
+    """torch's threads spin while they wait for each other, so a run of 2 threads beside busy cores takes several
+    times as long as on 1 (benchmarks/bench_busy_cores.py): where the threads do not fit beside the other work, a
+    warning says how busy the cores are and what to do; one thread, or threads that fit, are never warned about."""
+    import psutil
+
+    warn = cli.busy_cores_warning
+    assert "keeps 2.0 of this machine's 2 cores busy" in warn(2, busy=2.0, cores=2)
+    assert "DML_TUTORIAL_THREADS=1" in warn(2, busy=1.0, cores=2)  # 3 threads on 2 cores
+    assert warn(2, busy=0.1, cores=2) is None  # idle cores: the run's 2 threads fit
+    assert warn(None, busy=1.0, cores=2) is not None  # torch's own threads: one per core
+    assert warn(2, runs=2, busy=0.5, cores=4) is not None and warn(2, runs=2, busy=0.0, cores=4) is None  # --jobs 2
+
+    def measured(interval, percpu):  # the cores this process may use, each at the share given
+        assert interval > 0 and percpu
+        return [share] * (os.cpu_count() or 1)
+
+    monkeypatch.setattr(psutil, "cpu_percent", measured)
+    share = 100.0
+    assert warn(1) is None  # one thread: never measured, never warned
+    assert "busy" in warn(2)  # every core busy
+    share = 0.0
+    assert warn(None) is None  # idle: torch's own threads, one per core, fit
+
+
+def test_a_runs_threads_come_from_the_environment_its_settings_or_its_profile(monkeypatch):
+    """``run_threads`` reads what ``train.seed_everything`` will: DML_TUTORIAL_THREADS, else the SETTINGS' threads,
+    else the profile's; ``None`` (torch's own) for a profile that leaves them to torch or a chapter without
+    profiles."""
+    from dml_tutorial import profiles
+
+    monkeypatch.delenv("DML_TUTORIAL_THREADS", raising=False)
+    assert cli.run_threads("dcdl", {"PROFILE": "glyphs2"}) == profiles.settings("dcdl", "glyphs2").threads
+    assert cli.run_threads("dcdl", {"PROFILE": "glyphs2", "SETTINGS": {"threads": 1}}) == 1
+    assert cli.run_threads("dcdl", {"PROFILE": "colab"}) is None and cli.run_threads("loss_zoo", {}) is None
+    monkeypatch.setenv("DML_TUTORIAL_THREADS", "3")
+    assert cli.run_threads("dcdl", {"PROFILE": "glyphs2", "SETTINGS": {"threads": 1}}) == 3
+
+
+def test_run_warns_where_its_threads_do_not_fit_beside_busy_cores(folder, monkeypatch, capsys):
+    import psutil
+
+    monkeypatch.setenv("DML_TUTORIAL_THREADS", "2")
+    monkeypatch.setattr(psutil, "cpu_percent", lambda interval, percpu: [100.0] * (os.cpu_count() or 1))
+    assert cli.main(["run", "toy", "--profile", "smoke", "--output", str(folder / "out")]) == 0
+    assert "warning: other work keeps" in capsys.readouterr().err  # and the run goes on
+
+
 def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_once_it_is_done(folder, monkeypatch):
     """Each point keeps its trainings in its own run cache (``RUNS``): a point that stopped after its first
     training (here a failure; a session's end in practice) loads it when the sweep runs it again; once its run
