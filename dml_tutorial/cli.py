@@ -577,10 +577,11 @@ def _land(args, parser) -> int:
     return 0
 
 
-def dry_run(spec: dict, output: Path) -> int:
+def dry_run(spec: dict, output: Path, threads: int | None = None) -> int:
     """``sweep --dry-run``: the grid's first point with the sweep file's ``dry_run`` parameters (tiny SETTINGS:
     every cell of the chapter's path on this profile, in minutes), run as a sweep runs it into
-    ``<output>/<chapter>/dry-run/`` with its run file there, never into the results; says how long it took and how
+    ``<output>/<chapter>/dry-run/`` with its run file there, never into the results, on ``threads`` (the share of
+    the cores ``--jobs`` gives each point, in its SETTINGS; ``None``: the profile's); says how long it took and how
     many tables it recorded. Returns the run's exit status."""
     if not spec["dry_run"]:
         print("error: the sweep file gives no dry_run parameters (e.g. dry_run: {SETTINGS: {epochs: 1}})",
@@ -592,7 +593,8 @@ def dry_run(spec: dict, output: Path) -> int:
     result.unlink(missing_ok=True)
     print(f"{chapter}: a dry run of {rid} with {spec['dry_run']}", flush=True)
     began = time.perf_counter()
-    if code := subprocess.run(_run_argv(chapter, folder, result, {**params, **spec["dry_run"]}), check=False).returncode:
+    argv = _run_argv(chapter, folder, result, _on_threads({**params, **spec["dry_run"]}, threads))
+    if code := subprocess.run(argv, check=False).returncode:
         print(f"error: the dry run failed (exit {code}): the sweep would fail the same way", file=sys.stderr)
         return code
     tables = len(json.loads(result.read_text())["tables"])
@@ -607,7 +609,10 @@ def _sweep(args, parser) -> int:
     except (ValueError, OSError) as err:
         parser.error(str(err))
     if args.dry_run:
-        return dry_run(spec, args.output)
+        try:
+            return dry_run(spec, args.output, _threads_per_point(spec["chapter"], args.jobs))
+        except ValueError as err:
+            parser.error(str(err))
     if args.commit and args.executor == "slurm":
         parser.error("--commit works with the local executor (a SLURM job's run file is committed by hand)")
     if args.commit and not args.status and (why := check_committable(args.results)):
@@ -844,7 +849,8 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--output", type=Path, default=Path("runs/sweeps"), help="executed notebooks and logs")
     sweep.add_argument("--dry-run", action="store_true",
                        help="run the grid's first point with the sweep file's dry_run parameters (tiny SETTINGS) "
-                            "into --output, not --results: every cell of the path, in minutes, before the sweep")
+                            "into --output, not --results: every cell of the path, in minutes, before the sweep "
+                            "(with --jobs N, on the share of the cores each of N points gets: beside a sweep)")
     sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, begun, "
                        "pending; SLURM's: failed, cancelled, not submitted) and run nothing; a point that runs or "
                        "has begun, with how many trainings it has cached and when it last wrote to its cache")

@@ -263,10 +263,12 @@ def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_o
     assert (own / "first-training-seed4.pt").exists() and not cli.point_runs(output, "toy", "smoke_seed-4").exists()
 
 
-def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_records_no_result(folder, capsys):
+def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_records_no_result(folder, monkeypatch,
+                                                                                          capsys):
     """``sweep --dry-run``: the rule "dry-run a profile with tiny SETTINGS before its sweep" as one command, the
     tiny parameters kept in the sweep file (``dry_run``) rather than in a comment; a failure says so, and a sweep
-    file without them is refused."""
+    file without them is refused. With ``--jobs``, it runs on a point's share of the cores, its tiny SETTINGS
+    kept (beside a running sweep: a run of 2 threads beside busy cores crawls)."""
     results, output = folder / "results", folder / "runs"
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {HOLD: ''}\ngrid:\n  SEED: [5, 6]\n")
     argv = ["sweep", str(grid), "--results", str(results), "--output", str(output), "--dry-run"]
@@ -280,6 +282,13 @@ def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_record
     assert cli.main(argv) == 2 and "gives no dry_run parameters" in capsys.readouterr().err
     _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {EPOCH: 1}\ngrid:\n  SEED: [5]\n")
     assert "01_toy.ipynb has no parameter 'EPOCH'" in _fails(argv, capsys)
+    monkeypatch.setenv("TOY_JOBS", str(folder))
+    _grid(folder, "chapter: toy\nprofile: smoke\ndry_run: {SETTINGS: {epochs: 1}}\ngrid:\n  SEED: [5]\n")
+    assert cli.main(argv + ["--jobs", "2"]) == 0
+    share = max(1, (os.cpu_count() or 1) // 2)
+    run = json.loads((output / "toy" / "dry-run" / "smoke_seed-5.json").read_text())
+    assert run["parameters"]["SETTINGS"] == {"epochs": 1, "threads": share}
+    assert float((folder / "seed-5").read_text().split()[0]) == share  # what the notebook was given
 
 
 def _repo(folder, monkeypatch) -> Path:
