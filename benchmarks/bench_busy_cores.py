@@ -29,8 +29,10 @@ from bench_sweep_parallel import train_steps
 RESULTS = Path(__file__).parent / "results"
 
 
-def _busy(seed: int, stop) -> None:
-    """A neighbour: training steps on one thread until ``stop`` is set."""
+def _busy(seed: int, stop, ready) -> None:
+    """A neighbour: training steps on one thread until ``stop`` is set; says so on ``ready`` once it trains."""
+    train_steps(20, 1, seed)
+    ready.put(seed)
     while not stop.is_set():
         train_steps(20, 1, seed)
 
@@ -52,10 +54,12 @@ def conditions(cores: int) -> dict:
 def measure_all(steps: int, cores: int, busy: bool) -> dict:
     """Each condition's seconds, with ``cores`` busy neighbours running throughout where ``busy``."""
     ctx = mp.get_context("spawn")
-    stop = ctx.Event()
-    neighbours = [ctx.Process(target=_busy, args=(seed, stop)) for seed in range(cores)] if busy else []
+    stop, ready = ctx.Event(), ctx.Queue()
+    neighbours = [ctx.Process(target=_busy, args=(seed, stop, ready)) for seed in range(cores)] if busy else []
     for proc in neighbours:
         proc.start()
+    for _ in neighbours:  # every neighbour training before the first measurement
+        ready.get()
     try:
         return {name: timed(threads, steps, passive) for name, (threads, passive) in conditions(cores).items()}
     finally:

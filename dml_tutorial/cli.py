@@ -398,8 +398,8 @@ def busy_cores_warning(threads: int | None, runs: int = 1, busy: float | None = 
     default: measured over half a second with psutil) and do not fit beside it; ``None`` where they fit or run on
     one thread. torch's OpenMP threads spin while they wait for each other, so a thread that loses its core to a
     neighbour stalls the rest: on the 2-core Xeon test bed II's training steps on 2 threads beside 2 busy
-    single-threaded processes took 2.7x as long as on 1 thread, where on idle cores 2 threads were 1.5x as fast as 1
-    (``benchmarks/bench_busy_cores.py``)."""
+    single-threaded processes took 1.8-4.1x as long as on 1 thread (four runs), where on idle cores 2 threads were
+    1.5-1.8x as fast as 1 (``benchmarks/bench_busy_cores.py``)."""
     mine = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else range(os.cpu_count() or 1)
     cores = cores or len(mine)
     threads = threads or cores
