@@ -38,6 +38,7 @@ import itertools
 import json
 import os
 import queue
+import random
 import re
 import shlex
 import shutil
@@ -117,8 +118,7 @@ def run_chapter(name: str, src: Path, out: Path, params: dict, results_file: Pat
             os.environ[report.FIGURES_ENV] = "1"
         start = time.perf_counter()
         try:
-            pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(src.parent.parent), progress_bar=True,
-                                kernel_name="python3")
+            _execute(pm, src, out, params)
         except BaseException:  # what the run measured before it failed is kept beside its notebook, never lost
             if recorded.exists():
                 shutil.copyfile(recorded, kept_tables(out))
@@ -192,6 +192,30 @@ def _run(args, parser) -> int:
             return 1
         print(f"== {name}: done in {seconds:.0f} s; results: {results_file}", flush=True)
     return 0
+
+
+#: How many times a run starts its kernel when the kernel dies before its first reply: two kernels started at the
+#: same moment (a sweep's ``--jobs`` points) can be given the same free TCP port by jupyter_client, and the second
+#: to bind it dies ("Address already in use"; seen once in `make test`, 2026-12-07). No cell has run by then.
+KERNEL_STARTS = 3
+#: The message of that death (jupyter_client's ``wait_for_ready``, through nbclient and papermill).
+KERNEL_DIED = "Kernel died before replying to kernel_info"
+
+
+def _execute(pm, src: Path, out: Path, params: dict) -> None:
+    """papermill's run of ``src`` into ``out`` from the repository root, its kernel started again (up to
+    :data:`KERNEL_STARTS` times, a second or two apart) where it died before replying."""
+    for start in range(1, KERNEL_STARTS + 1):
+        try:
+            pm.execute_notebook(str(src), str(out), parameters=params, cwd=str(src.parent.parent), progress_bar=True,
+                                kernel_name="python3")
+            return
+        except RuntimeError as err:
+            if KERNEL_DIED not in str(err) or start == KERNEL_STARTS:
+                raise
+            print(f"the kernel died as it started ({err}): starting it again, {start + 1} of {KERNEL_STARTS}",
+                  file=sys.stderr, flush=True)
+            time.sleep(1.0 + start * random.random())  # the other kernel's start is over by then
 
 
 def failure(err: Exception) -> str:

@@ -105,6 +105,35 @@ def test_a_run_file_records_what_ran_not_where_it_kept_its_runs_and_data(folder)
     assert (folder / "cache" / "first-training-seed2.pt").exists()  # the notebook was given it all the same
 
 
+def test_a_kernel_that_dies_as_it_starts_is_started_again(folder, monkeypatch, capsys):
+    """Two kernels started at once (a sweep's --jobs points) can draw the same TCP port, and the second dies before
+    its first reply ("Address already in use": once in `make test`): the run starts its kernel again, up to
+    cli.KERNEL_STARTS times; any other failure, or a kernel that keeps dying, fails the run as before."""
+    import papermill
+
+    real, calls = papermill.execute_notebook, []
+
+    def dies(times, message=cli.KERNEL_DIED):
+        def execute(*args, **kwargs):
+            calls.append(1)
+            if len(calls) <= times:
+                raise RuntimeError(message)
+            return real(*args, **kwargs)
+        return execute
+
+    monkeypatch.setattr(papermill, "execute_notebook", dies(1))
+    assert cli.main(["run", "toy", "--output", str(folder / "out")]) == 0 and len(calls) == 2
+    assert f"starting it again, 2 of {cli.KERNEL_STARTS}" in capsys.readouterr().err
+    assert json.loads((folder / "out" / "01_toy.results.json").read_text())["tables"]  # the second start ran it
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", dies(cli.KERNEL_STARTS))
+    assert cli.main(["run", "toy", "--output", str(folder / "out")]) == 1 and len(calls) == cli.KERNEL_STARTS
+    assert cli.KERNEL_DIED in capsys.readouterr().err
+    calls.clear()
+    monkeypatch.setattr(papermill, "execute_notebook", dies(1, "Kernel didn't respond in 60 seconds"))
+    assert cli.main(["run", "toy", "--output", str(folder / "out")]) == 1 and len(calls) == 1  # not started again
+
+
 def test_a_run_records_the_commit_it_started_from_not_the_tree_it_left(folder, monkeypatch):
     """Executing chapters in place rewrites their outputs, so the tree is dirty by the time a record is written
     (and from the second chapter of ``run all`` on): the record names the tree the run started from."""
