@@ -12,8 +12,9 @@
   local point that runs or has begun with its cached trainings: :func:`local_state`);
   ``--commit`` commits each run file as it finishes, so that a sweep spanning several sittings loses at most the
   run in progress (``data/pending/``, data/README.md), and the run in progress keeps its finished trainings
-  (:func:`point_runs`), so that resuming it loads them instead of training them again. ``--dry-run`` runs the
-  first point with the sweep file's ``dry_run`` parameters (tiny SETTINGS) before the sweep (:func:`dry_run`).
+  (:func:`point_runs`), so that resuming it loads them instead of training them again; ``--pack`` carries those
+  to another machine in the repository (:mod:`dml_tutorial.carry`). ``--dry-run`` runs the first point with the
+  sweep file's ``dry_run`` parameters (tiny SETTINGS) before the sweep (:func:`dry_run`).
 - ``land GRID.yaml`` moves such a sweep's run files from ``data/pending/`` into ``data/results/`` once every point has
   one, all made from clean commits of this history under the same settings, replacing the profile's old runs; it
   stages the move and commits nothing.
@@ -51,7 +52,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from . import __version__, slurm
+from . import __version__, carry, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
 from .protocol import MACHINE
@@ -338,13 +339,14 @@ def _utc(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def local_state(output: Path, chapter: str, rid: str) -> str:
+def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) -> str:
     """A point with no run file as ``--status`` shows it on the local executor: ``running`` (its sweep's marker,
     :func:`point_marker`, names a live process here), ``begun`` (its run cache, :func:`point_runs`, holds
     trainings and nothing runs it: the same command resumes from them) or ``pending``; where it has begun, how
     many trainings its cache holds, how many it holds part-way (a training's ``.partial.pt``, written every epoch
     or every few minutes) and when it last wrote to it. A point run by a sweep older than the marker reads
-    ``begun``: that time tells whether it still moves."""
+    ``begun``: that time tells whether it still moves. ``pack``: the point's pack (:mod:`dml_tutorial.carry`),
+    whose trainings are counted where it exists: ``packed`` where nothing is cached here yet."""
     cache = point_runs(output, chapter, rid)
     files = list(cache.rglob("*.pt")) if cache.is_dir() else []
     finished = sum(not f.name.endswith((".state.pt", ".partial.pt")) for f in files)
@@ -352,10 +354,15 @@ def local_state(output: Path, chapter: str, rid: str) -> str:
     last = max((f.stat().st_mtime for f in files), default=None)
     detail = (f"{finished} training{'s' * (finished != 1)} cached" + (f", {partial} part-way" if partial else "")
               + (f"; its cache last written at {_utc(last)}" if files else ""))
+    packed = carry.count(pack) if pack is not None and pack.exists() else None
+    if packed is not None:
+        detail += f"; its pack {pack} holds {packed}"
     if held := _live(point_marker(output, chapter, rid)):
         return f"running (pid {held['pid']} since {held['began']}; {detail})"
     if files:
         return f"begun ({detail}; the same command resumes from them)"
+    if packed is not None:
+        return f"packed ({packed} training{'s' * (packed != 1)} in {pack}; the sweep unpacks them where it resumes it)"
     return "pending"
 
 
@@ -490,13 +497,26 @@ def check_committable(results: Path, asker: str = "--commit") -> str | None:
 
 
 def commit_run(file: Path) -> str | None:
-    """Commit one finished run file and its figures folder, and nothing else (a path-limited commit leaves
-    whatever else is staged alone), to the git repository that holds it; returns why not, or None."""
-    paths = [str(p.resolve()) for p in (file, file.with_suffix(".figures")) if p.exists()]
+    """Commit one finished run file and its figures folder, and the removal of its point's pack (which it
+    replaces), and nothing else (a path-limited commit leaves whatever else is staged alone), to the git repository
+    that holds it; returns why not, or None."""
+    paths = [p for p in (file, file.with_suffix(".figures")) if p.exists()]
     made = json.loads(file.read_text()).get("commit", "unknown")[:12]
-    for argv in (["add", "--", *paths],
-                 ["commit", "-q", "-m", f"Sweep run {file.parent.name}/{file.stem} (made from {made})", "--", *paths]):
-        done = _git(file.parent, *argv)
+    return commit_paths(paths, f"Sweep run {file.parent.name}/{file.stem} (made from {made})",
+                        removed=[file.with_name(file.stem + carry.SUFFIX)])
+
+
+def commit_paths(paths: list[Path], message: str, removed: list[Path] = ()) -> str | None:
+    """Commit ``paths`` (all in one git repository) with ``message``, and the removal of the ``removed`` files
+    (deleted here; one git never tracked is just deleted), nothing else; returns why not, or None."""
+    tracked = [f for f in removed if _git(f.parent, "ls-files", "--error-unmatch", "--", f.name).returncode == 0]
+    for f in removed:
+        f.unlink(missing_ok=True)
+    paths = [str(Path(p).resolve()) for p in [*paths, *tracked]]
+    if not paths:
+        return None
+    for argv in (["add", "-A", "--", *paths], ["commit", "-q", "-m", message, "--", *paths]):
+        done = _git(Path(paths[0]).parent, *argv)
         if done.returncode:
             return f"git {argv[0]} failed: {(done.stderr or done.stdout).strip()}"
     return None
@@ -549,8 +569,8 @@ def _per_seed(start: str | None) -> bool:
 def land(files: list[Path], profile: str, into: Path) -> tuple[list[Path], list[Path]]:
     """Move a whole grid's run files (and their figures), as :func:`land_problems` found them without a problem,
     into ``into`` (``data/results/<chapter>``), where they replace every run file of the same profile (a profile's
-    record is one grid), and stage both folders' change in git; nothing is committed. Returns (the landed files,
-    the replaced ones)."""
+    record is one grid), remove any pack left of their points (:mod:`dml_tutorial.carry`), and stage both folders'
+    change in git; nothing is committed. Returns (the landed files, the replaced ones)."""
     into.mkdir(parents=True, exist_ok=True)
     replaced = [f for f in sorted(into.glob("*.json")) if json.loads(f.read_text()).get("profile") == profile]
     for old in replaced:
@@ -560,6 +580,7 @@ def land(files: list[Path], profile: str, into: Path) -> tuple[list[Path], list[
         for path in (file, file.with_suffix(".figures")):
             if path.exists():
                 shutil.move(str(path), str(into / path.name))
+        file.with_name(file.stem + carry.SUFFIX).unlink(missing_ok=True)  # a leftover pack: its point is done
     for folder in {file.parent for file in files} | {into}:
         done = _git(folder, "add", "-A", "--", ".")
         if done.returncode:
@@ -601,6 +622,48 @@ def _land(args, parser) -> int:
     return 0
 
 
+def pack_points(chapter: str, points: list, output: Path, results: Path, commit: bool = False) -> int:
+    """``sweep --pack``: each point without a run file whose cache holds finished trainings packed beside the run
+    files (:func:`dml_tutorial.carry.pack`, replacing its older pack), a done point's leftover pack removed; with
+    ``commit``, those files committed and nothing else. Safe while the sweep runs: a pack holds finished results
+    only. Returns the exit status."""
+    written, removed = [], []
+    for rid, _ in points:
+        file = carry.pack_path(results, chapter, rid)
+        if (results / chapter / f"{rid}.json").exists():
+            removed += [file] if file.exists() else []
+            continue
+        if carry.finished(point_runs(output, chapter, rid)):
+            n = carry.pack(point_runs(output, chapter, rid), file)
+            print(f"{rid}: {n} training{'s' * (n != 1)} packed into {file} ({file.stat().st_size / 1e6:.1f} MB)",
+                  flush=True)
+            written.append(file)
+    print(f"{chapter}: {len(written)} point{'s' * (len(written) != 1)} packed"
+          + (f", {len(removed)} done point's pack removed" if removed else ""), flush=True)
+    if not commit:
+        for file in removed:
+            file.unlink()
+        return 0
+    message = f"Sweep points packed: {', '.join(f'{chapter}/{f.name[:-len(carry.SUFFIX)]}' for f in written)}"
+    if why := commit_paths(written, message if written else f"{chapter}: done points' packs removed", removed):
+        print(f"error: the packs were written but not committed: {why}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def unpack_points(chapter: str, todo: list, output: Path, results: Path) -> int:
+    """Each pending point's pack, where there is one, unpacked into the point's cache (what it lacks of it:
+    :func:`dml_tutorial.carry.unpack`), before the sweep runs it: a sweep resumed on another machine loads the
+    trainings an earlier machine finished. Returns how many trainings it added."""
+    added = 0
+    for rid, _ in todo:
+        if (file := carry.pack_path(results, chapter, rid)).exists():
+            n = carry.unpack(file, point_runs(output, chapter, rid))
+            print(f"{rid}: {n} training{'s' * (n != 1)} unpacked from {file}", flush=True)
+            added += n
+    return added
+
+
 def dry_run(spec: dict, output: Path, threads: int | None = None) -> int:
     """``sweep --dry-run``: the grid's first point with the sweep file's ``dry_run`` parameters (tiny SETTINGS:
     every cell of the chapter's path on this profile, in minutes), run as a sweep runs it into
@@ -639,6 +702,8 @@ def _sweep(args, parser) -> int:
             parser.error(str(err))
     if args.commit and args.executor == "slurm":
         parser.error("--commit works with the local executor (a SLURM job's run file is committed by hand)")
+    if (args.pack or args.unpack) and (args.executor == "slurm" or args.status):
+        parser.error("--pack and --unpack work with the local executor, without --status")
     if args.commit and not args.status and (why := check_committable(args.results)):
         parser.error(why)
     chapter = spec["chapter"]
@@ -649,8 +714,13 @@ def _sweep(args, parser) -> int:
     if args.status:
         pending = {rid for rid, _ in todo}
         for rid, _ in points:
-            print(f"{rid}: " + (local_state(args.output, chapter, rid) if rid in pending
-                                 else done_state(args.results / chapter / f"{rid}.json")))
+            print(f"{rid}: " + (local_state(args.output, chapter, rid, carry.pack_path(args.results, chapter, rid))
+                                 if rid in pending else done_state(args.results / chapter / f"{rid}.json")))
+        return 0
+    if args.pack:
+        return pack_points(chapter, points, args.output, args.results, args.commit)
+    unpack_points(chapter, todo, args.output, args.results)
+    if args.unpack:
         return 0
     devices = _devices(args.devices, spec)
     if args.jobs > 1 and devices != [None]:
@@ -878,9 +948,17 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--status", action="store_true", help="show each point's state (done, running, begun, "
                        "pending; SLURM's: failed, cancelled, not submitted) and run nothing; a point that runs or "
                        "has begun, with how many trainings it has cached and when it last wrote to its cache")
+    sweep.add_argument("--pack", action="store_true",
+                       help="pack each begun point's finished trainings beside its run file in --results "
+                            "(<point>.runs.tar.gz; with --commit, committed) and run nothing: a sweep resumed on "
+                            "another machine unpacks them (safe while the sweep runs)")
+    sweep.add_argument("--unpack", action="store_true",
+                       help="unpack each pending point's pack into its cache under --output and run nothing (the "
+                            "sweep itself does this first; for a sweep run by an older checkout)")
     sweep.add_argument("--commit", action="store_true",
                        help="commit each run file (and its figures) to the git repository holding --results as "
-                            "soon as it finishes, and nothing else (e.g. --results data/pending)")
+                            "soon as it finishes, removing its point's pack, and nothing else (e.g. --results "
+                            "data/pending); with --pack, commit the packs")
     sweep.add_argument("--executor", choices=("local", "slurm"), default="local",
                        help="local: run here, one point per device at a time (default); slurm: one job per point "
                             "through submitit, and return (see --wait)")

@@ -292,6 +292,57 @@ def test_a_point_stopped_part_way_resumes_from_its_finished_trainings_which_go_o
     assert (own / "first-training-seed4.pt").exists() and not cli.point_runs(output, "toy", "smoke_seed-4").exists()
 
 
+def test_a_point_packed_on_one_machine_resumes_on_another_from_its_trainings_and_its_pack_goes(folder, monkeypatch,
+                                                                                               capsys):
+    """A machine that does not outlive the sitting (a session's, a cloud VM, Colab) takes the point cache with it:
+    ``--pack --commit`` carries the finished trainings in the repository, the sweep on another machine (another,
+    empty ``--output``) unpacks and loads them, and the point's run file's commit removes the pack."""
+    repo = _repo(folder, monkeypatch)
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [3, 4]\n")
+    pending = repo / "pending"
+    first = ["sweep", str(grid), "--results", str(pending), "--output", str(repo / "ignored" / "a")]
+    monkeypatch.setenv("TOY_FAIL", "1")  # each point stops after its first training
+    assert cli.main([*first, "--commit"]) == 1
+    capsys.readouterr()
+    assert cli.main([*first, "--pack", "--commit"]) == 0
+    assert "smoke_seed-3: 2 trainings packed into" in capsys.readouterr().out  # with the file other code wrote
+    pack = pending / "toy" / "smoke_seed-3.runs.tar.gz"
+    assert _git_lines(repo, "log", "-1", "--format=%s") == ["Sweep points packed: toy/smoke_seed-3, toy/smoke_seed-4"]
+    assert sorted(_git_lines(repo, "show", "--name-only", "--format=", "HEAD")) == [
+        "pending/toy/smoke_seed-3.runs.tar.gz", "pending/toy/smoke_seed-4.runs.tar.gz"]
+    monkeypatch.delenv("TOY_FAIL")
+    second = ["sweep", str(grid), "--results", str(pending), "--output", str(repo / "ignored" / "b")]
+    assert cli.main([*second, "--status"]) == 0
+    assert "smoke_seed-3: packed (2 trainings in" in capsys.readouterr().out
+    assert cli.main([*second, "--commit"]) == 0
+    assert "smoke_seed-3: 2 trainings unpacked from" in capsys.readouterr().out
+    run = json.loads((pending / "toy" / "smoke_seed-3.json").read_text())
+    assert run["tables"][2]["measured"] == {"first training": {"loaded": [1.0]}}  # loaded, not trained again
+    assert (run["trainings"], run["trained_seconds"]) == (1, 2.5)  # the first machine's training, counted
+    assert not pack.exists() and not list(pending.glob("toy/*.tar.gz"))
+    removed = _git_lines(repo, "show", "--name-status", "--format=", "HEAD")
+    assert {"D\tpending/toy/smoke_seed-3.runs.tar.gz", "D\tpending/toy/smoke_seed-4.runs.tar.gz"} & set(removed)
+    assert _git_lines(repo, "ls-files", "pending/toy/*.tar.gz") == []
+    assert _git_lines(repo, "status", "--short") == ["?? grid.yaml"]
+
+
+def test_pack_and_unpack_refuse_the_slurm_executor_and_unpack_runs_nothing(folder, monkeypatch, capsys):
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [3]\n")
+    argv = ["sweep", str(grid), "--results", str(folder / "results"), "--output", str(folder / "runs")]
+    assert "--pack and --unpack work with the local executor" in _fails([*argv, "--pack", "--executor", "slurm"],
+                                                                         capsys)
+    assert cli.main([*argv, "--pack"]) == 0 and "toy: 0 points packed" in capsys.readouterr().out
+    cache = cli.point_runs(folder / "elsewhere", "toy", "smoke_seed-3") / "toy-smoke-0123456789"
+    cache.mkdir(parents=True)
+    (cache / "a-seed3-0123456789.pt").write_bytes(b"a result")
+    assert cli.main(["sweep", str(grid), "--results", str(folder / "results"), "--output", str(folder / "elsewhere"),
+                     "--pack"]) == 0
+    assert cli.main([*argv, "--unpack"]) == 0
+    assert (cli.point_runs(folder / "runs", "toy", "smoke_seed-3") / "toy-smoke-0123456789" /
+            "a-seed3-0123456789.pt").read_bytes() == b"a result"
+    assert not (folder / "results" / "toy" / "smoke_seed-3.json").exists()  # --unpack ran nothing
+
+
 def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_records_no_result(folder, monkeypatch,
                                                                                           capsys):
     """``sweep --dry-run``: the rule "dry-run a profile with tiny SETTINGS before its sweep" as one command, the
@@ -408,13 +459,15 @@ def test_land_moves_a_whole_grid_into_the_results_replacing_the_profiles_runs(fo
         _run_file(results, stem, head, profile)  # the profile's old record, and another profile's
     for seed in (0, 1):
         _run_file(pending, f"smoke_seed-{seed}", head, threads=2 + seed)  # threads: how it ran, not what
+    (pending / "smoke_seed-1.runs.tar.gz").write_bytes(b"a pack its point's commit did not remove (older code)")
     landed_commit = _commit_all(repo, "old runs and the pending sweep")
     grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2]\n")
     land = ["land", str(grid), "--pending", str(repo / "pending"), "--results", str(repo / "results")]
     assert cli.main(land) == 1
     assert "smoke_seed-2: no run file in" in capsys.readouterr().err
     assert sorted(p.name for p in pending.iterdir()) == ["smoke_seed-0.figures", "smoke_seed-0.json",
-                                                         "smoke_seed-1.figures", "smoke_seed-1.json"]  # untouched
+                                                         "smoke_seed-1.figures", "smoke_seed-1.json",
+                                                         "smoke_seed-1.runs.tar.gz"]  # untouched
     grid.write_text("chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1]\n")
     with pytest.raises(SystemExit):  # it replaces runs: it must say why
         cli.main(land)

@@ -1,0 +1,74 @@
+"""A sweep point's finished trainings carried between machines (dml_tutorial.carry)."""
+import io
+import tarfile
+
+import pytest
+import torch
+
+from dml_tutorial import carry, experiment
+
+
+def _cache(folder):
+    """A run cache as a sweep point leaves it part-way: two results, a training in progress, a kept state."""
+    inner = folder / "cache" / "eps-glyphs-de2280e13a"
+    inner.mkdir(parents=True)
+    for name, seconds in (("trial-a-seed5-0123456789.pt", 300.0), ("trial-b-seed5-9876543210.pt", 20.5)):
+        torch.save({"metrics": {"seconds": seconds}}, inner / name)
+    for name in ("trial-c-seed5-1111111111.partial.pt", "trial-a-seed5-0123456789.state.pt"):
+        torch.save({"model": torch.zeros(3)}, inner / name)
+    (inner / "trial-c-seed5-1111111111.partial.pt.settings").write_text("{}")
+    (inner / "trial-d-seed5-2222222222.pt.tmp").write_bytes(b"half written")
+    return folder / "cache"
+
+
+def test_a_pack_carries_the_finished_trainings_and_nothing_unfinished(tmp_path):
+    cache = _cache(tmp_path)
+    pack = carry.pack_path(tmp_path / "pending", "eps", "glyphs2_seed-5")
+    assert pack == tmp_path / "pending" / "eps" / "glyphs2_seed-5.runs.tar.gz"
+    assert carry.pack(cache, pack) == 2 == carry.count(pack)
+    with tarfile.open(pack) as tar:
+        assert sorted(tar.getnames()) == ["eps-glyphs-de2280e13a/trial-a-seed5-0123456789.pt",
+                                          "eps-glyphs-de2280e13a/trial-b-seed5-9876543210.pt"]
+    elsewhere = tmp_path / "other-machine" / "cache"
+    assert carry.unpack(pack, elsewhere) == 2
+    assert experiment.cache_seconds(elsewhere) == experiment.cache_seconds(cache) == (320.5, 2)
+    for name in ("trial-a-seed5-0123456789.pt", "trial-b-seed5-9876543210.pt"):
+        inner = "eps-glyphs-de2280e13a"
+        assert (elsewhere / inner / name).read_bytes() == (cache / inner / name).read_bytes()
+    assert not list(tmp_path.glob("pending/eps/*.tmp"))
+
+
+def test_unpacking_keeps_what_the_cache_already_holds_and_a_new_pack_replaces_the_old(tmp_path):
+    cache = _cache(tmp_path)
+    pack = tmp_path / "p.runs.tar.gz"
+    carry.pack(cache, pack)
+    target = tmp_path / "again"
+    kept = target / "eps-glyphs-de2280e13a" / "trial-a-seed5-0123456789.pt"
+    kept.parent.mkdir(parents=True)
+    kept.write_bytes(b"trained here")
+    assert carry.unpack(pack, target) == 1 and kept.read_bytes() == b"trained here"
+    assert carry.unpack(pack, target) == 0
+    torch.save({"metrics": {"seconds": 1.0}}, cache / "eps-glyphs-de2280e13a" / "trial-e-seed5-3333333333.pt")
+    assert carry.pack(cache, pack) == 3 == carry.count(pack)
+    assert carry.pack(tmp_path / "no-such-cache", pack) == 0 == carry.count(pack)
+
+
+@pytest.mark.parametrize("name, kind", [("../escaped.pt", tarfile.REGTYPE), ("/abs/olute.pt", tarfile.REGTYPE),
+                                        ("inner/../../up.pt", tarfile.REGTYPE), ("link.pt", tarfile.SYMTYPE),
+                                        ("notes.txt", tarfile.REGTYPE), ("x.partial.pt", tarfile.REGTYPE)])
+def test_a_pack_with_anything_but_finished_trainings_under_the_cache_unpacks_nothing(tmp_path, name, kind):
+    pack = tmp_path / "bad.runs.tar.gz"
+    with tarfile.open(pack, "w:gz") as tar:
+        good = tarfile.TarInfo("inner/good-seed0-0123456789.pt")
+        good.size = 4
+        tar.addfile(good, io.BytesIO(b"good"))
+        bad = tarfile.TarInfo(name)
+        bad.type = kind
+        if kind == tarfile.SYMTYPE:
+            bad.linkname = "/etc/passwd"
+        else:
+            bad.size = 3
+        tar.addfile(bad, io.BytesIO(b"bad") if kind != tarfile.SYMTYPE else None)
+    with pytest.raises(ValueError, match="is not a finished training of a run cache; nothing was unpacked"):
+        carry.unpack(pack, tmp_path / "cache")
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "escaped.pt").exists()
