@@ -15,9 +15,15 @@ of the same training to go on from): a longer trial whose shorter one's state wa
 first epoch to the same result (``experiment._go_on_from``). A cached result is loaded only under the settings,
 seed and package version that made it (``experiment._cached``), so a pack made from another commit adds nothing
 wrong: its files are simply not read.
+
+A point that fine-tunes a pretrained start carries its start too (``pretrained/<start>.pt`` and its record, 0.3 MB
+for test bed II's): each machine builds its own start, and another CPU family rounds differently, so without it the
+rest of the point would train from other weights than its carried trainings. Where the machine that unpacks has
+already built a different start of that name, nothing is unpacked and the error says what to remove.
 """
 from __future__ import annotations
 
+import json
 import tarfile
 from pathlib import Path, PurePosixPath
 
@@ -25,6 +31,8 @@ from pathlib import Path, PurePosixPath
 SUFFIX = ".runs.tar.gz"
 #: The cache files a pack leaves out (see the module's docstring).
 UNFINISHED = (".partial.pt", ".state.pt")
+#: Where a pack keeps the point's pretrained start: as under the data root (``dml_tutorial.pretrain.FOLDER``).
+START = "pretrained"
 
 
 def pack_path(results: Path, chapter: str, rid: str) -> Path:
@@ -42,16 +50,19 @@ def finished(cache: Path) -> list[Path]:
     return sorted(f for f in cache.rglob("*.pt") if f.is_file() and _finished(f.name)) if cache.is_dir() else []
 
 
-def pack(cache: Path, to: Path) -> int:
+def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None) -> int:
     """Write the pack ``to`` of the finished trainings ``cache`` holds (paths relative to it; a file half-written
-    is never among them: the cache writes each result to a temporary name first). Replaces an older pack whole,
-    never leaves half of one. Returns how many trainings it holds."""
+    is never among them: the cache writes each result to a temporary name first), and of the pretrained ``start``
+    its trainings began from (its weights and its record: ``dml_tutorial.pretrain.start_paths``), where given.
+    Replaces an older pack whole, never leaves half of one. Returns how many trainings it holds."""
     files, to = finished(cache), Path(to)
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = to.with_name(to.name + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
         for file in files:
             tar.add(file, arcname=file.relative_to(cache).as_posix(), recursive=False)
+        for file in start or ():
+            tar.add(file, arcname=f"{START}/{Path(file).name}", recursive=False)
     tmp.replace(to)
     return len(files)
 
@@ -59,29 +70,44 @@ def pack(cache: Path, to: Path) -> int:
 def count(pack_file: Path) -> int:
     """How many finished trainings the pack holds."""
     with tarfile.open(pack_file, "r:gz") as tar:
-        return sum(m.isfile() and _finished(m.name) for m in tar.getmembers())
+        return sum(m.isfile() and _finished(m.name) and not m.name.startswith(f"{START}/") for m in tar.getmembers())
 
 
-def unpack(pack_file: Path, cache: Path) -> int:
+def _target(member: tarfile.TarInfo, cache: Path, data_root: Path, pack_file: Path) -> Path:
+    """Where a pack's member goes: a training into the cache, the start under the data root; a ``ValueError`` for
+    anything else (a link, a path out of its folder, a file that is neither)."""
+    name = PurePosixPath(member.name)
+    is_start = len(name.parts) == 2 and name.parts[0] == START and name.suffix in (".pt", ".json")
+    if not member.isfile() or name.is_absolute() or ".." in name.parts or not (is_start or _finished(name.name)):
+        raise ValueError(f"{pack_file}: {member.name!r} is neither a finished training of a run cache nor a "
+                         "pretrained start; nothing was unpacked")
+    return Path(data_root).joinpath(*name.parts) if is_start else Path(cache).joinpath(*name.parts)
+
+
+def unpack(pack_file: Path, cache: Path, data_root: Path = Path("data")) -> int:
     """Add to ``cache`` each training the pack holds that the cache lacks (one already there stays: the same file
-    name is the same training under the same settings). Every member must be a plain file under the cache, else
-    nothing is written (``ValueError``). Returns how many it added."""
-    cache = Path(cache)
+    name is the same training under the same settings), and its pretrained start under ``data_root`` (the data
+    root of the runs that will load it) where that lacks it. Every member must be a plain file in its place, and a
+    start already under ``data_root`` must be the pack's own (the SHA-256 its record names), else nothing is
+    written (``ValueError``). Returns how many trainings it added."""
     with tarfile.open(pack_file, "r:gz") as tar:
-        members = tar.getmembers()
-        for member in members:
-            name = PurePosixPath(member.name)
-            if not member.isfile() or name.is_absolute() or ".." in name.parts or not _finished(name.name):
-                raise ValueError(f"{pack_file}: {member.name!r} is not a finished training of a run cache; "
-                                 "nothing was unpacked")
+        members = [(member, _target(member, cache, data_root, pack_file)) for member in tar.getmembers()]
+        for member, target in members:
+            if member.name.endswith(".json") and target.exists():
+                ours, theirs = json.loads(tar.extractfile(member).read()), json.loads(target.read_text())
+                if ours.get("sha256") != theirs.get("sha256"):
+                    raise ValueError(
+                        f"{pack_file}: its trainings began from another build of the start {target.stem!r} "
+                        f"(SHA-256 {str(ours.get('sha256'))[:12]}) than the one in {target.parent} "
+                        f"({str(theirs.get('sha256'))[:12]}): remove {target.with_suffix('.pt')} and {target} to "
+                        "go on from the pack's, or remove the pack to run the point afresh; nothing was unpacked")
         added = 0
-        for member in members:
-            target = cache.joinpath(*PurePosixPath(member.name).parts)
+        for member, target in members:
             if target.exists():
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             tmp = target.with_name(target.name + ".tmp")
             tmp.write_bytes(tar.extractfile(member).read())
             tmp.replace(target)
-            added += 1
+            added += _finished(member.name) and not member.name.startswith(f"{START}/")
     return added

@@ -622,21 +622,46 @@ def _land(args, parser) -> int:
     return 0
 
 
-def pack_points(chapter: str, points: list, output: Path, results: Path, commit: bool = False) -> int:
+def point_data_root(chapter: str, params: dict, data_root: Path | None = None) -> Path:
+    """The data root a sweep point's run reads: ``data_root`` where given, else its ``DATA_ROOT`` parameter, else
+    ``data/`` in the folder its kernel runs in (the notebooks folder's parent: :func:`_execute`)."""
+    if data_root is not None:
+        return Path(data_root)
+    return Path(params["DATA_ROOT"]) if params.get("DATA_ROOT") else chapters()[chapter].parent.parent / "data"
+
+
+def point_start(chapter: str, params: dict, data_root: Path | None = None) -> tuple[Path, Path] | None:
+    """The pretrained start a sweep point's run fine-tunes (its settings' ``start``, that seed's build of a start
+    made once per seed), as its weights and record under its data root (:func:`point_data_root`), where they are
+    there; else ``None``."""
+    from . import pretrain, profiles
+
+    data_root = point_data_root(chapter, params, data_root)
+    try:
+        name = profiles.settings(chapter, params.get("PROFILE", "auto"), params.get("SETTINGS") or {}).start
+        paths = pretrain.start_paths(pretrain.resolved(name, params.get("SEED"))[0], data_root) if name else ()
+    except ValueError:  # no profiles (the loss zoo), or a per-seed start and no SEED
+        return None
+    return paths if paths and all(p.exists() for p in paths) else None
+
+
+def pack_points(chapter: str, points: list, output: Path, results: Path, commit: bool = False,
+                data_root: Path | None = None) -> int:
     """``sweep --pack``: each point without a run file whose cache holds finished trainings packed beside the run
-    files (:func:`dml_tutorial.carry.pack`, replacing its older pack), a done point's leftover pack removed; with
-    ``commit``, those files committed and nothing else. Safe while the sweep runs: a pack holds finished results
-    only. Returns the exit status."""
+    files with the pretrained start they began from (:func:`point_start`; :func:`dml_tutorial.carry.pack`,
+    replacing its older pack), a done point's leftover pack removed; with ``commit``, those files committed and
+    nothing else. Safe while the sweep runs: a pack holds finished results only. Returns the exit status."""
     written, removed = [], []
-    for rid, _ in points:
+    for rid, params in points:
         file = carry.pack_path(results, chapter, rid)
         if (results / chapter / f"{rid}.json").exists():
             removed += [file] if file.exists() else []
             continue
         if carry.finished(point_runs(output, chapter, rid)):
-            n = carry.pack(point_runs(output, chapter, rid), file)
-            print(f"{rid}: {n} training{'s' * (n != 1)} packed into {file} ({file.stat().st_size / 1e6:.1f} MB)",
-                  flush=True)
+            start = point_start(chapter, params, data_root)
+            n = carry.pack(point_runs(output, chapter, rid), file, start)
+            print(f"{rid}: {n} training{'s' * (n != 1)}" + (f" and the start {start[0].stem}" if start else "")
+                  + f" packed into {file} ({file.stat().st_size / 1e6:.2f} MB)", flush=True)
             written.append(file)
     print(f"{chapter}: {len(written)} point{'s' * (len(written) != 1)} packed"
           + (f", {len(removed)} done point's pack removed" if removed else ""), flush=True)
@@ -651,14 +676,15 @@ def pack_points(chapter: str, points: list, output: Path, results: Path, commit:
     return 0
 
 
-def unpack_points(chapter: str, todo: list, output: Path, results: Path) -> int:
-    """Each pending point's pack, where there is one, unpacked into the point's cache (what it lacks of it:
-    :func:`dml_tutorial.carry.unpack`), before the sweep runs it: a sweep resumed on another machine loads the
-    trainings an earlier machine finished. Returns how many trainings it added."""
+def unpack_points(chapter: str, todo: list, output: Path, results: Path, data_root: Path | None = None) -> int:
+    """Each pending point's pack, where there is one, unpacked into the point's cache and its start under its data
+    root (:func:`point_data_root`; what they lack: :func:`dml_tutorial.carry.unpack`), before the sweep runs it: a
+    sweep resumed on another machine loads the trainings an earlier machine finished. Returns how many trainings
+    it added."""
     added = 0
-    for rid, _ in todo:
+    for rid, params in todo:
         if (file := carry.pack_path(results, chapter, rid)).exists():
-            n = carry.unpack(file, point_runs(output, chapter, rid))
+            n = carry.unpack(file, point_runs(output, chapter, rid), point_data_root(chapter, params, data_root))
             print(f"{rid}: {n} training{'s' * (n != 1)} unpacked from {file}", flush=True)
             added += n
     return added
@@ -718,8 +744,12 @@ def _sweep(args, parser) -> int:
                                  if rid in pending else done_state(args.results / chapter / f"{rid}.json")))
         return 0
     if args.pack:
-        return pack_points(chapter, points, args.output, args.results, args.commit)
-    unpack_points(chapter, todo, args.output, args.results)
+        return pack_points(chapter, points, args.output, args.results, args.commit, args.data_root)
+    try:
+        unpack_points(chapter, todo, args.output, args.results, args.data_root)
+    except ValueError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 1
     if args.unpack:
         return 0
     devices = _devices(args.devices, spec)
@@ -955,6 +985,10 @@ def _parser() -> argparse.ArgumentParser:
     sweep.add_argument("--unpack", action="store_true",
                        help="unpack each pending point's pack into its cache under --output and run nothing (the "
                             "sweep itself does this first; for a sweep run by an older checkout)")
+    sweep.add_argument("--data-root", type=Path, default=None,
+                       help="with --pack and --unpack: the data root of the sweep's runs, where a point's "
+                            "pretrained start is (default: the grid's DATA_ROOT, else data/ beside the notebooks "
+                            "folder, as a run's kernel sees it; give the sweep's own where it runs another checkout)")
     sweep.add_argument("--commit", action="store_true",
                        help="commit each run file (and its figures) to the git repository holding --results as "
                             "soon as it finishes, removing its point's pack, and nothing else (e.g. --results "

@@ -1,5 +1,6 @@
 """A sweep point's finished trainings carried between machines (dml_tutorial.carry)."""
 import io
+import json
 import tarfile
 
 import pytest
@@ -55,7 +56,8 @@ def test_unpacking_keeps_what_the_cache_already_holds_and_a_new_pack_replaces_th
 
 @pytest.mark.parametrize("name, kind", [("../escaped.pt", tarfile.REGTYPE), ("/abs/olute.pt", tarfile.REGTYPE),
                                         ("inner/../../up.pt", tarfile.REGTYPE), ("link.pt", tarfile.SYMTYPE),
-                                        ("notes.txt", tarfile.REGTYPE), ("x.partial.pt", tarfile.REGTYPE)])
+                                        ("notes.txt", tarfile.REGTYPE), ("x.partial.pt", tarfile.REGTYPE),
+                                        ("pretrained/start.txt", tarfile.REGTYPE)])
 def test_a_pack_with_anything_but_finished_trainings_under_the_cache_unpacks_nothing(tmp_path, name, kind):
     pack = tmp_path / "bad.runs.tar.gz"
     with tarfile.open(pack, "w:gz") as tar:
@@ -69,6 +71,33 @@ def test_a_pack_with_anything_but_finished_trainings_under_the_cache_unpacks_not
         else:
             bad.size = 3
         tar.addfile(bad, io.BytesIO(b"bad") if kind != tarfile.SYMTYPE else None)
-    with pytest.raises(ValueError, match="is not a finished training of a run cache; nothing was unpacked"):
+    with pytest.raises(ValueError, match="is neither a finished training of a run cache nor a pretrained start"):
         carry.unpack(pack, tmp_path / "cache")
     assert not (tmp_path / "cache").exists() and not (tmp_path / "escaped.pt").exists()
+
+
+def _start(root, sha, name="glyphs2-seeded-seed5"):
+    """A pretrained start as ``pretrain.build_start`` leaves it under a data root: weights and their record."""
+    weights, record = root / "pretrained" / f"{name}.pt", root / "pretrained" / f"{name}.json"
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    weights.write_bytes(sha.encode() * 10)
+    record.write_text(json.dumps({"name": name, "sha256": sha}))
+    return weights, record
+
+
+def test_a_pack_carries_the_start_its_trainings_began_from_and_never_mixes_two_builds(tmp_path):
+    """Another CPU family builds other start weights: the rest of a point must train from its own start."""
+    cache, start = _cache(tmp_path), _start(tmp_path / "data", "a" * 64)
+    pack = tmp_path / "p.runs.tar.gz"
+    assert carry.pack(cache, pack, start) == 2 == carry.count(pack)  # the start is not a training
+    here = tmp_path / "machine-2"
+    assert carry.unpack(pack, here / "cache", here / "data") == 2
+    for file in start:
+        assert (here / "data" / "pretrained" / file.name).read_bytes() == file.read_bytes()
+    assert carry.unpack(pack, here / "cache", here / "data") == 0  # the same start: nothing to do
+    other = tmp_path / "machine-3"
+    _start(other / "data", "b" * 64)  # this machine built its own start of that seed
+    with pytest.raises(ValueError, match=r"another build of the start 'glyphs2-seeded-seed5' .*\(bbbbbbbbbbbb\)"):
+        carry.unpack(pack, other / "cache", other / "data")
+    assert not (other / "cache").exists()  # nothing unpacked
+    assert json.loads((other / "data" / "pretrained" / "glyphs2-seeded-seed5.json").read_text())["sha256"] == "b" * 64

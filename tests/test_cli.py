@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dml_tutorial import chapters, cli
+from dml_tutorial import chapters, cli, pretrain
 from dml_tutorial.profiles import PROFILE_NAMES
 
 PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""\nRUNS = None\nSETTINGS = {}'
@@ -324,6 +324,23 @@ def test_a_point_packed_on_one_machine_resumes_on_another_from_its_trainings_and
     assert {"D\tpending/toy/smoke_seed-3.runs.tar.gz", "D\tpending/toy/smoke_seed-4.runs.tar.gz"} & set(removed)
     assert _git_lines(repo, "ls-files", "pending/toy/*.tar.gz") == []
     assert _git_lines(repo, "status", "--short") == ["?? grid.yaml"]
+
+
+def test_a_points_start_is_its_seeds_build_under_the_data_root_its_kernel_reads(tmp_path):
+    """What ``--pack`` carries beside a point's trainings: the start they began from, where it is built."""
+    params = {"PROFILE": "glyphs2", "SEED": 5}
+    assert cli.point_data_root("eps", params) == chapters.chapters()["eps"].parent.parent / "data"
+    assert cli.point_data_root("eps", {**params, "DATA_ROOT": "/elsewhere"}) == Path("/elsewhere")
+    assert cli.point_data_root("eps", {**params, "DATA_ROOT": "/elsewhere"}, tmp_path) == tmp_path
+    assert cli.point_start("eps", params, tmp_path) is None  # not built there
+    weights, record = pretrain.start_paths("glyphs2-seeded-seed5", tmp_path)
+    weights.parent.mkdir(parents=True)
+    weights.write_bytes(b"weights")
+    assert cli.point_start("eps", params, tmp_path) is None  # no record beside it: not a start
+    record.write_text("{}")
+    assert cli.point_start("eps", params, tmp_path) == (weights, record)
+    assert cli.point_start("eps", {"PROFILE": "smoke", "SEED": 5}, tmp_path) is None  # the smoke profile has none
+    assert cli.point_start("eps", {"PROFILE": "glyphs2"}, tmp_path) is None  # whose seed's: none to say
 
 
 def test_pack_and_unpack_refuse_the_slurm_executor_and_unpack_runs_nothing(folder, monkeypatch, capsys):
