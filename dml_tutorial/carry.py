@@ -16,7 +16,7 @@ first epoch to the same result (``experiment._go_on_from``). A cached result is 
 seed and package version that made it (``experiment._cached``), so a pack made from another commit adds nothing
 wrong: its files are simply not read.
 
-A point that fine-tunes a pretrained start carries its start too (``pretrained/<start>.pt`` and its record, 0.3 MB
+A point that fine-tunes a pretrained start carries its start too (``pretrained/<start>.pt`` and its record, 0.4 MB
 for test bed II's): each machine builds its own start, and another CPU family rounds differently, so without it the
 rest of the point would train from other weights than its carried trainings. Where the machine that unpacks has
 already built a different start of that name, nothing is unpacked and the error says what to remove.
