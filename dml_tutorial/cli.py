@@ -664,7 +664,8 @@ def pack_points(chapter: str, points: list, output: Path, results: Path, commit:
                   + f" packed into {file} ({file.stat().st_size / 1e6:.2f} MB)", flush=True)
             written.append(file)
     print(f"{chapter}: {len(written)} point{'s' * (len(written) != 1)} packed"
-          + (f", {len(removed)} done point's pack removed" if removed else ""), flush=True)
+          + (f", {len(removed)} pack{'s' * (len(removed) != 1)} of done points removed" if removed else ""),
+          flush=True)
     if not commit:
         for file in removed:
             file.unlink()

@@ -13,7 +13,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from dml_tutorial import chapters, cli, pretrain
+from dml_tutorial import carry, chapters, cli, pretrain
 from dml_tutorial.profiles import PROFILE_NAMES
 
 PARAMETERS = 'PROFILE = "auto"\nSEED = 0\nFAIL = False\nHOLD = ""\nRUNS = None\nSETTINGS = {}'
@@ -320,8 +320,10 @@ def test_a_point_packed_on_one_machine_resumes_on_another_from_its_trainings_and
     assert run["tables"][2]["measured"] == {"first training": {"loaded": [1.0]}}  # loaded, not trained again
     assert (run["trainings"], run["trained_seconds"]) == (1, 2.5)  # the first machine's training, counted
     assert not pack.exists() and not list(pending.glob("toy/*.tar.gz"))
-    removed = _git_lines(repo, "show", "--name-status", "--format=", "HEAD")
-    assert {"D\tpending/toy/smoke_seed-3.runs.tar.gz", "D\tpending/toy/smoke_seed-4.runs.tar.gz"} & set(removed)
+    for seed in (3, 4):  # each pack removed by its own point's commit
+        commit = _git_lines(repo, "log", "-1", "--format=%H", "--", f"pending/toy/smoke_seed-{seed}.json")[0]
+        assert f"D\tpending/toy/smoke_seed-{seed}.runs.tar.gz" in _git_lines(repo, "show", "--name-status",
+                                                                              "--format=", commit)
     assert _git_lines(repo, "ls-files", "pending/toy/*.tar.gz") == []
     assert _git_lines(repo, "status", "--short") == ["?? grid.yaml"]
 
@@ -358,6 +360,9 @@ def test_pack_and_unpack_refuse_the_slurm_executor_and_unpack_runs_nothing(folde
     assert (cli.point_runs(folder / "runs", "toy", "smoke_seed-3") / "toy-smoke-0123456789" /
             "a-seed3-0123456789.pt").read_bytes() == b"a result"
     assert not (folder / "results" / "toy" / "smoke_seed-3.json").exists()  # --unpack ran nothing
+    (folder / "results" / "toy" / "smoke_seed-3.json").write_text("{}")  # done since (by an older sweep)
+    assert cli.main([*argv, "--pack"]) == 0 and "1 pack of done points removed" in capsys.readouterr().out
+    assert not carry.pack_path(folder / "results", "toy", "smoke_seed-3").exists()
 
 
 def test_a_dry_run_runs_the_first_point_with_the_files_own_parameters_and_records_no_result(folder, monkeypatch,
