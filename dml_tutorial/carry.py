@@ -9,10 +9,14 @@ finished trainings into ``<results>/<chapter>/<point>.runs.tar.gz``, beside the 
 (``--unpack`` unpacks without running, for a sweep run by an older checkout), and removes it with the point's run
 file's commit.
 
-A pack holds finished results only. It leaves out a training in progress (its ``.partial.pt``, at most one a
-point) and a search trial's kept last state (``.state.pt``, 0.6 MB a trial on test bed II, kept for a longer trial
-of the same training to go on from): a longer trial whose shorter one's state was not carried trains from its
-first epoch to the same result (``experiment._go_on_from``). A cached result is loaded only under the settings,
+A pack holds finished results only, and of those the ones worth their bytes. It leaves out a training in progress
+(its ``.partial.pt``, at most one a point), a search trial's kept last state (``.state.pt``, 1.3 MB a trial on test
+bed II, kept for a longer trial of the same training to go on from: a longer trial whose shorter one's state was
+not carried trains from its first epoch to the same result, ``experiment._go_on_from``), and a result larger than
+:data:`SMALL` that holds more than :data:`BYTES_PER_SECOND` bytes for each second its training took (its
+``metrics["seconds"]``): cheaper to train again than to keep in the repository's history. On EPS's test bed II a
+search trial of Table 1's network took 5-7 minutes and weighs 6 KB; one of Table 2's, 10-40 s and 0.8 MB (the
+embeddings of its 3,200 validation images): the first kind travels, the second is trained again. A cached result is loaded only under the settings,
 seed and package version that made it (``experiment._cached``), so a pack made from another commit adds nothing
 wrong: its files are simply not read.
 
@@ -33,6 +37,10 @@ SUFFIX = ".runs.tar.gz"
 UNFINISHED = (".partial.pt", ".state.pt")
 #: Where a pack keeps the point's pretrained start: as under the data root (``dml_tutorial.pretrain.FOLDER``).
 START = "pretrained"
+#: A result this small always travels; a larger one only where it holds at most :data:`BYTES_PER_SECOND` bytes for
+#: each second of its training.
+SMALL = 64 * 1024
+BYTES_PER_SECOND = 10_000
 
 
 def pack_path(results: Path, chapter: str, rid: str) -> Path:
@@ -50,12 +58,25 @@ def finished(cache: Path) -> list[Path]:
     return sorted(f for f in cache.rglob("*.pt") if f.is_file() and _finished(f.name)) if cache.is_dir() else []
 
 
-def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None) -> int:
-    """Write the pack ``to`` of the finished trainings ``cache`` holds (paths relative to it; a file half-written
-    is never among them: the cache writes each result to a temporary name first), and of the pretrained ``start``
-    its trainings began from (its weights and its record: ``dml_tutorial.pretrain.start_paths``), where given.
-    Replaces an older pack whole, never leaves half of one. Returns how many trainings it holds."""
-    files, to = finished(cache), Path(to)
+def worth_carrying(file: Path, bytes_per_second: float = BYTES_PER_SECOND) -> bool:
+    """Whether a finished result travels in a pack: small (:data:`SMALL`), or at most ``bytes_per_second`` bytes
+    for each second its training took (a file that records no seconds, e.g. one written by other code, counts as
+    none)."""
+    from .experiment import result_seconds
+
+    size = Path(file).stat().st_size
+    return size <= SMALL or size <= (result_seconds(file) or 0.0) * bytes_per_second
+
+
+def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
+         bytes_per_second: float = BYTES_PER_SECOND) -> tuple[int, int]:
+    """Write the pack ``to`` of the finished trainings ``cache`` holds that are worth carrying (paths relative to
+    it; :func:`worth_carrying` with ``bytes_per_second``; a file half-written is never among them: the cache writes
+    each result to a temporary name first), and of the pretrained ``start`` its trainings began from (its weights
+    and its record: ``dml_tutorial.pretrain.start_paths``), where given. Replaces an older pack whole, never leaves
+    half of one. Returns how many trainings it holds and how many it left out."""
+    every, to = finished(cache), Path(to)
+    files = [f for f in every if worth_carrying(f, bytes_per_second)]
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = to.with_name(to.name + ".tmp")
     with tarfile.open(tmp, "w:gz") as tar:
@@ -64,7 +85,7 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None) -> int:
         for file in start or ():
             tar.add(file, arcname=f"{START}/{Path(file).name}", recursive=False)
     tmp.replace(to)
-    return len(files)
+    return len(files), len(every) - len(files)
 
 
 def count(pack_file: Path) -> int:

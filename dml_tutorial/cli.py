@@ -659,9 +659,10 @@ def pack_points(chapter: str, points: list, output: Path, results: Path, commit:
             continue
         if carry.finished(point_runs(output, chapter, rid)):
             start = point_start(chapter, params, data_root)
-            n = carry.pack(point_runs(output, chapter, rid), file, start)
+            n, left = carry.pack(point_runs(output, chapter, rid), file, start)
             print(f"{rid}: {n} training{'s' * (n != 1)}" + (f" and the start {start[0].stem}" if start else "")
-                  + f" packed into {file} ({file.stat().st_size / 1e6:.2f} MB)", flush=True)
+                  + f" packed into {file} ({file.stat().st_size / 1e6:.2f} MB)"
+                  + (f"; {left} left out, cheaper to train again than to keep" if left else ""), flush=True)
             written.append(file)
     print(f"{chapter}: {len(written)} point{'s' * (len(written) != 1)} packed"
           + (f", {len(removed)} pack{'s' * (len(removed) != 1)} of done points removed" if removed else ""),

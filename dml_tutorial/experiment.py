@@ -545,11 +545,11 @@ def cache_seconds(cache) -> tuple[float, int]:
     run file records them (``dml-tutorial run`` with ``RUNS``): its ``seconds`` count the last sitting alone. A
     floor on the point's compute: scoring outside a training, a pretrained start's build and a training's part
     before it was resumed are not counted, nor a file that holds no result (one written by other code)."""
-    seconds = [_seconds_of(f) for f in Path(cache).rglob("*.pt") if not f.name.endswith((".partial.pt", ".state.pt"))]
+    seconds = [result_seconds(f) for f in Path(cache).rglob("*.pt") if not f.name.endswith((".partial.pt", ".state.pt"))]
     return sum(s for s in seconds if s is not None), sum(s is not None for s in seconds)
 
 
-def _seconds_of(path: Path) -> float | None:
+def result_seconds(path: Path) -> float | None:
     """The seconds a cached result's training took, ``None`` for a file that is not a cached result."""
     try:
         metrics = torch.load(path, weights_only=False, map_location="cpu")["metrics"]

@@ -26,7 +26,7 @@ def test_a_pack_carries_the_finished_trainings_and_nothing_unfinished(tmp_path):
     cache = _cache(tmp_path)
     pack = carry.pack_path(tmp_path / "pending", "eps", "glyphs2_seed-5")
     assert pack == tmp_path / "pending" / "eps" / "glyphs2_seed-5.runs.tar.gz"
-    assert carry.pack(cache, pack) == 2 == carry.count(pack)
+    assert carry.pack(cache, pack) == (2, 0) and carry.count(pack) == 2
     with tarfile.open(pack) as tar:
         assert sorted(tar.getnames()) == ["eps-glyphs-de2280e13a/trial-a-seed5-0123456789.pt",
                                           "eps-glyphs-de2280e13a/trial-b-seed5-9876543210.pt"]
@@ -50,8 +50,8 @@ def test_unpacking_keeps_what_the_cache_already_holds_and_a_new_pack_replaces_th
     assert carry.unpack(pack, target) == 1 and kept.read_bytes() == b"trained here"
     assert carry.unpack(pack, target) == 0
     torch.save({"metrics": {"seconds": 1.0}}, cache / "eps-glyphs-de2280e13a" / "trial-e-seed5-3333333333.pt")
-    assert carry.pack(cache, pack) == 3 == carry.count(pack)
-    assert carry.pack(tmp_path / "no-such-cache", pack) == 0 == carry.count(pack)
+    assert carry.pack(cache, pack) == (3, 0) and carry.count(pack) == 3
+    assert carry.pack(tmp_path / "no-such-cache", pack) == (0, 0) and carry.count(pack) == 0
 
 
 @pytest.mark.parametrize("name, kind", [("../escaped.pt", tarfile.REGTYPE), ("/abs/olute.pt", tarfile.REGTYPE),
@@ -89,7 +89,7 @@ def test_a_pack_carries_the_start_its_trainings_began_from_and_never_mixes_two_b
     """Another CPU family builds other start weights: the rest of a point must train from its own start."""
     cache, start = _cache(tmp_path), _start(tmp_path / "data", "a" * 64)
     pack = tmp_path / "p.runs.tar.gz"
-    assert carry.pack(cache, pack, start) == 2 == carry.count(pack)  # the start is not a training
+    assert carry.pack(cache, pack, start) == (2, 0) and carry.count(pack) == 2  # the start is not a training
     here = tmp_path / "machine-2"
     assert carry.unpack(pack, here / "cache", here / "data") == 2
     for file in start:
@@ -101,3 +101,24 @@ def test_a_pack_carries_the_start_its_trainings_began_from_and_never_mixes_two_b
         carry.unpack(pack, other / "cache", other / "data")
     assert not (other / "cache").exists()  # nothing unpacked
     assert json.loads((other / "data" / "pretrained" / "glyphs2-seeded-seed5.json").read_text())["sha256"] == "b" * 64
+
+
+def test_a_pack_leaves_out_what_is_cheaper_to_train_again_than_to_keep(tmp_path):
+    """EPS on test bed II: Table 1's trials took minutes and weigh 6 KB; Table 2's took seconds and weigh 0.8 MB
+    (their validation embeddings)."""
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    embeddings = torch.zeros(3200, 64)  # 819 KB
+    for name, seconds, test_embeddings in (("minutes-small", 300.0, None), ("seconds-large", 10.0, embeddings),
+                                           ("minutes-large", 120.0, embeddings), ("none-small", None, None)):
+        metrics = {} if seconds is None else {"seconds": seconds}
+        torch.save({"metrics": metrics, "test_embeddings": test_embeddings}, cache / f"{name}-seed0-0123456789.pt")
+    kept = {f.name.split("-seed")[0]: carry.worth_carrying(f) for f in carry.finished(cache)}
+    assert kept == {"minutes-small": True, "seconds-large": False, "minutes-large": True, "none-small": True}
+    size = (cache / "seconds-large-seed0-0123456789.pt").stat().st_size
+    assert size > carry.SMALL and 10.0 * carry.BYTES_PER_SECOND < size < 120.0 * carry.BYTES_PER_SECOND
+    pack = tmp_path / "p.runs.tar.gz"
+    assert carry.pack(cache, pack) == (3, 1)
+    with tarfile.open(pack) as tar:
+        assert "seconds-large-seed0-0123456789.pt" not in tar.getnames()
+    assert carry.pack(cache, pack, bytes_per_second=float("inf")) == (4, 0)  # everything
