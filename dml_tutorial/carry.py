@@ -16,9 +16,9 @@ not carried trains from its first epoch to the same result, ``experiment._go_on_
 :data:`SMALL` that holds more than :data:`BYTES_PER_SECOND` bytes for each second its training took (its
 ``metrics["seconds"]``): cheaper to train again than to keep in the repository's history. On EPS's test bed II a
 search trial of Table 1's network took 5-7 minutes and weighs 6 KB; one of Table 2's, 10-40 s and 0.8 MB (the
-embeddings of its 3,200 validation images): the first kind travels, the second is trained again. A cached result is loaded only under the settings,
-seed and package version that made it (``experiment._cached``), so a pack made from another commit adds nothing
-wrong: its files are simply not read.
+embeddings of its 3,200 validation images): the first kind travels, the second is trained again. A cached result
+is loaded only under the settings, seed and package version that made it (``experiment._cached``), so a pack made
+from another commit adds nothing wrong: its files are simply not read.
 
 A point that fine-tunes a pretrained start carries its start too (``pretrained/<start>.pt`` and its record, 0.4 MB
 for test bed II's): each machine builds its own start, and another CPU family rounds differently, so without it the
@@ -27,6 +27,7 @@ already built a different start of that name, nothing is unpacked and the error 
 """
 from __future__ import annotations
 
+import gzip
 import json
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -79,11 +80,18 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
     files = [f for f in every if worth_carrying(f, bytes_per_second)]
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = to.with_name(to.name + ".tmp")
-    with tarfile.open(tmp, "w:gz") as tar:
-        for file in files:
-            tar.add(file, arcname=file.relative_to(cache).as_posix(), recursive=False)
-        for file in start or ():
-            tar.add(file, arcname=f"{START}/{Path(file).name}", recursive=False)
+    members = [(f, f.relative_to(cache).as_posix()) for f in files]
+    members += [(f, f"{START}/{Path(f).name}") for f in start or ()]
+    # the same files give the same bytes (no time or name in the gzip header, no owner in the tar), so that git
+    # keeps a pack made again with no new training once
+    with (open(tmp, "wb") as raw, gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0) as zipped,
+          tarfile.open(fileobj=zipped, mode="w", format=tarfile.PAX_FORMAT) as tar):
+        for file, name in members:
+            info = tar.gettarinfo(file, arcname=name)
+            info.uid = info.gid = 0
+            info.uname = info.gname = ""
+            with open(file, "rb") as handle:
+                tar.addfile(info, handle)
     tmp.replace(to)
     return len(files), len(every) - len(files)
 

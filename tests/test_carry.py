@@ -43,6 +43,8 @@ def test_unpacking_keeps_what_the_cache_already_holds_and_a_new_pack_replaces_th
     cache = _cache(tmp_path)
     pack = tmp_path / "p.runs.tar.gz"
     carry.pack(cache, pack)
+    made = pack.read_bytes()
+    assert carry.pack(cache, pack) == (2, 0) and pack.read_bytes() == made  # the same files: the same bytes
     target = tmp_path / "again"
     kept = target / "eps-glyphs-de2280e13a" / "trial-a-seed5-0123456789.pt"
     kept.parent.mkdir(parents=True)
