@@ -42,6 +42,9 @@ START = "pretrained"
 #: each second of its training.
 SMALL = 64 * 1024
 BYTES_PER_SECOND = 10_000
+#: A pack's budget: below the repository's 5 MiB limit for a tracked file; the results that bought the most seconds
+#: of training per byte go first.
+MAX_BYTES = 4 * 1024 * 1024
 
 
 def pack_path(results: Path, chapter: str, rid: str) -> Path:
@@ -76,8 +79,17 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
     each result to a temporary name first), and of the pretrained ``start`` its trainings began from (its weights
     and its record: ``dml_tutorial.pretrain.start_paths``), where given. Replaces an older pack whole, never leaves
     half of one. Returns how many trainings it holds and how many it left out."""
+    from .experiment import result_seconds
+
     every, to = finished(cache), Path(to)
-    files = [f for f in every if worth_carrying(f, bytes_per_second)]
+    worth = sorted((f for f in every if worth_carrying(f, bytes_per_second)),
+                   key=lambda f: -(result_seconds(f) or 0.0) / max(f.stat().st_size, 1))
+    files, used = [], sum(Path(f).stat().st_size for f in start or ())
+    for file in worth:  # within MAX_BYTES, before compression
+        if used + file.stat().st_size <= MAX_BYTES:
+            files.append(file)
+            used += file.stat().st_size
+    files.sort()
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = to.with_name(to.name + ".tmp")
     members = [(f, f.relative_to(cache).as_posix()) for f in files]
