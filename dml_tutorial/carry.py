@@ -78,7 +78,8 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
     it; :func:`worth_carrying` with ``bytes_per_second``; a file half-written is never among them: the cache writes
     each result to a temporary name first), and of the pretrained ``start`` its trainings began from (its weights
     and its record: ``dml_tutorial.pretrain.start_paths``), where given. Replaces an older pack whole, never leaves
-    half of one. Returns how many trainings it holds and how many it left out."""
+    half of one; within :data:`MAX_BYTES` (sizes before compression, the start's first), the results with the
+    most training seconds per byte first. Returns how many trainings it holds and how many it left out."""
     from .experiment import result_seconds
 
     every, to = finished(cache), Path(to)

@@ -124,3 +124,14 @@ def test_a_pack_leaves_out_what_is_cheaper_to_train_again_than_to_keep(tmp_path)
     with tarfile.open(pack) as tar:
         assert "seconds-large-seed0-0123456789.pt" not in tar.getnames()
     assert carry.pack(cache, pack, bytes_per_second=float("inf")) == (4, 0)  # everything
+
+
+def test_a_pack_within_its_budget_keeps_the_most_training_seconds_per_byte(tmp_path, monkeypatch):
+    cache = _cache(tmp_path)
+    sizes = {f.name: f.stat().st_size for f in carry.finished(cache)}
+    # room for one of the two results: trial-a bought 300 s, trial-b 20.5 s, in files of about the same size
+    monkeypatch.setattr(carry, "MAX_BYTES", max(sizes.values()) + min(sizes.values()) - 1)
+    pack = tmp_path / "p.runs.tar.gz"
+    assert carry.pack(cache, pack) == (1, 1)
+    with tarfile.open(pack) as tar:
+        assert tar.getnames() == ["eps-glyphs-de2280e13a/trial-a-seed5-0123456789.pt"]
