@@ -55,8 +55,7 @@ from pathlib import Path
 from . import __version__, carry, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
-from .protocol import MACHINE
-from .settings import THREADS_ENV
+from .settings import MACHINE, THREADS_ENV
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices", "dry_run"}
 #: Notebook parameters that say where things are kept, not what runs (a sweep point's run cache, a mounted Drive

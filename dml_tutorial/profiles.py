@@ -29,7 +29,7 @@ import sys
 from typing import NamedTuple
 
 from . import __version__
-from .settings import TYPES, Settings
+from .settings import MACHINE, TYPES, Settings
 
 PROFILE_NAMES = ("smoke", "fashion", "glyphs", "glyphs2", "colab", "full")
 
@@ -369,11 +369,13 @@ def settings(chapter: str, profile: str = "auto", changes: dict | None = None, *
 
 def settings_hash(cfg: Settings) -> str:
     """Ten hex digits of the SHA-256 of the resolved settings and the package version: a changed ``SETTINGS``,
-    ``EPOCHS`` or profile, or a new release, names another cache folder."""
+    ``EPOCHS`` or profile, or a new release, names another cache folder; how the run uses its machine
+    (:data:`~dml_tutorial.settings.MACHINE`: its threads, a sweep's ``--jobs``) does not."""
     import hashlib
     import json
 
-    text = json.dumps({"settings": cfg.to_dict(), "version": __version__}, sort_keys=True, default=str)
+    what = {k: v for k, v in cfg.to_dict().items() if k not in MACHINE}
+    text = json.dumps({"settings": what, "version": __version__}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 

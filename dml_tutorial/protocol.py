@@ -34,13 +34,11 @@ from pathlib import Path
 
 from .chapters import REPOSITORY
 from .registry import PROTOCOLS, definition
+from .settings import MACHINE
 from .spec import fingerprint
 
 #: The profiles whose protocols are registered: those that decide words now.
 REGISTERED = ("glyphs2",)
-#: How a run uses its machine, not what it computes (a checkpoint's cadence changes where a resume starts, not
-#: what the run ends with).
-MACHINE = ("threads", "workers", "checkpoint_seconds")
 
 
 def seeds(chapter: str, profile: str, root: Path = REPOSITORY) -> list | None:

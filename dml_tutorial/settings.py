@@ -34,6 +34,10 @@ from typing import Any, Union
 #: two chapters side by side on two cores gives each one thread (notebooks/conftest.py). Read by
 #: ``train.seed_everything`` and, without loading torch, by the command line (``cli.run_threads``).
 THREADS_ENV = "DML_TUTORIAL_THREADS"
+#: How a run uses its machine, not what it trains (a checkpoint's cadence changes where a resume starts, not what
+#: the run ends with; a thread count only the order of floating-point sums): a registered protocol, ``land`` and
+#: the run cache's keys leave them out, so that a sweep resumed with other ``--jobs`` keeps its finished trainings.
+MACHINE = ("threads", "workers", "checkpoint_seconds")
 
 
 class Frozen(dict):

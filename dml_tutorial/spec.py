@@ -23,17 +23,18 @@ from functools import partial
 from typing import Any
 
 from . import __version__
-from .settings import Frozen, Settings, freeze
+from .settings import MACHINE, Frozen, Settings, freeze
 
 
 def as_data(value) -> object:
     """``value`` as plain JSON data, holding everything that decides what a run computes: dicts, lists and numbers
-    as they are; settings by their fields (:meth:`Settings.to_dict`); an object with a ``describe()`` (an
+    as they are; settings by their fields (:meth:`Settings.to_dict`) less how a run uses its machine
+    (:data:`~dml_tutorial.settings.MACHINE`: a run on one thread is the run on two); an object with a ``describe()`` (an
     :class:`~dml_tutorial.objective.Objective`: each term's function and parameters) by its description; a
     ``functools.partial`` by its function, arguments and keywords; a function by its module and name; anything else
     by its ``repr`` without memory addresses (``<object at 0x7f..>`` -> ``<object>``)."""
     if isinstance(value, Settings):
-        return value.to_dict()
+        return {k: v for k, v in value.to_dict().items() if k not in MACHINE}
     if isinstance(value, dict):
         return {str(k): as_data(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):

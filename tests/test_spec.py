@@ -69,3 +69,19 @@ def test_the_grid_cache_keys_on_the_loss_parameters(tmp_path, monkeypatch):
         monkeypatch.setitem(dcdl.TERMS, "L", {**dcdl.TERMS["L"], "sigma": sigma})
         experiment.grid({"L_Trip + L^L": {"loss_fn": dcdl.dcdl_loss("trip", "L")}}, [0], run, cache=tmp_path)
     assert len(calls) == 2  # sigma 0.05 trained once and loaded twice; sigma 1.0 trained
+
+
+def test_how_a_run_uses_its_machine_is_not_in_the_key():
+    """A sweep resumed with another ``--jobs`` gives its points other threads (SETTINGS' ``threads``): under a key
+    that held them, EPS's seed 9 of test bed II trained its finished trainings again in a new cache folder. Threads,
+    loader workers and the checkpoint cadence leave the key (and the cache folder) as it was; a trained setting
+    does not."""
+    cfg, loss = profiles.settings("cbswr", "smoke"), "CBS"
+    spec = RunSpec("T", "CBS", loss, cfg)
+    machine = cfg.replace(threads=1, workers=4, checkpoint_seconds=60.0)
+    assert RunSpec("T", "CBS", loss, machine).digest() == spec.digest()
+    assert profiles.default_cache(machine, "runs") == profiles.default_cache(cfg, "runs")
+    assert "threads" not in as_data(machine) and as_data(machine)["lr"] == cfg.lr
+    trained = cfg.replace(lr=cfg.lr * 3)
+    assert RunSpec("T", "CBS", loss, trained).digest() != spec.digest()
+    assert profiles.default_cache(trained, "runs") != profiles.default_cache(cfg, "runs")
