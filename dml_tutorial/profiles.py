@@ -131,13 +131,7 @@ CHANGED_SINCE_RUNS = {"dcdl": {"dataset_options": "each seed draws its 3 test fa
                                    for k in BENCH_SEARCH},
                                 **{k: "the bench's own search is gone (bench.best_shots)"
                                    for k in ("search_seeds", "method_lrs", "lr_ladder", "walk_knobs", "length_factor",
-                                             "length_checkpoints")}},
-                      "eps": {"even_odd_options": "each seed draws its ten even/odd characters (vary_characters)",
-                              "superclasses": "each seed draws which Hangul lead consonants are seen (vary_split)",
-                              "search_lengths": "the search may go on to 40 epochs: 71 of 80 choices sat at 20, "
-                                                "their held-out curves still rising",
-                              "even_odd_search_epochs": "Table 1's arms searched too: every rate, checkpoints to 20 "
-                                                        "epochs, on character R@1 of two held-out faces"}}
+                                             "length_checkpoints")}}}
 _NOISES = (None, ("symmetric", 0.3), ("asymmetric", 0.2))
 _SUBCLUSTERS = (None, ("symmetric", 0.2), ("symmetric", 0.4))
 _CUB = {"dataset": "cub200", "compare_with": "CUB"}
