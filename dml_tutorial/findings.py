@@ -61,13 +61,13 @@ WHY = {
          "curve, and Fig. 3b's rise does not show."),
         ("Trained on consonants and tested on unseen syllables, every loss, with or without EPS, retrieves the "
          "syllables worse than their raw pixels: the collapse the paper describes, which EPS does not undo here. "
-         "More same-letter positives a batch lower EPS's letter retrieval, and not the margin loss's without it, "
-         "where section 5.3 expects them to raise it."),
+         "More same-letter positives a batch lower EPS's letter retrieval, not the margin loss's without it: "
+         "section 5.3 expects a rise."),
         ("Neither small experiment shows the mechanism: on the even/odd characters, drawn anew each seed, both arms "
          "lose the sub-classes the raw pixels keep; on the sub-cluster data, label noise brings EPS's modes closer, "
          "where Claims 1-2 keep them apart."),
-        ("The search stops lengthening a trial at its first held-out dip, so one arm may stop after a few epochs "
-         "while the other goes on: such seeds widen the intervals (the run files record every trial)."),
+        ("The search stops lengthening a trial at its first held-out dip, so one arm may stop early while the other "
+         "goes on: such seeds widen the intervals."),
     ],
     "ecaml": [
         ("For the triplet loss the held-out characters switched EC off on most seeds (the two rows are then the "
