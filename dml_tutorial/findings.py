@@ -56,13 +56,12 @@ WHY = {
          "every arm had its best shot, searched to twice the length where most arms had stopped still rising. "
          "EPS still lowers the unseen retrieval of the margin loss sampled with every positive pair; its other "
          "losses shrink inside the spread between seeds. EPS improves no loss: a negative result."),
-        ("At a fixed number of images a step, more positives per class lower the margin loss's unseen retrieval as "
-         "much without EPS as with it (*How many positives per class*): fewer classes a batch, not EPS, set the "
-         "curve, and Fig. 3b's rise does not show."),
-        ("Trained on consonants and tested on unseen syllables, every loss, with or without EPS, retrieves the "
-         "syllables worse than their raw pixels: the collapse the paper describes, which EPS does not undo here. "
-         "More same-letter positives a batch lower EPS's letter retrieval, not the margin loss's without it: "
-         "section 5.3 expects a rise."),
+        ("At a fixed batch size, more positives per class lower the margin loss's unseen retrieval as much without "
+         "EPS as with it (*How many positives per class*): fewer classes a batch, not EPS; Fig. 3b's rise does not "
+         "show."),
+        ("Trained on consonants, every loss, with or without EPS, retrieves unseen syllables worse than their raw "
+         "pixels: the collapse the paper describes, not undone by EPS. More same-letter positives a batch lower "
+         "EPS's letter retrieval, not the margin loss's: section 5.3 expects a rise."),
         ("Neither small experiment shows the mechanism: on the even/odd characters, drawn anew each seed, both arms "
          "lose the sub-classes the raw pixels keep; on the sub-cluster data, label noise brings EPS's modes closer, "
          "where Claims 1-2 keep them apart."),

@@ -573,10 +573,10 @@ def test_a_word_from_seeds_that_all_ran_on_the_same_data_is_marked(runs, tmp_pat
 
 def test_the_test_bed_ii_cells_on_the_same_data_every_seed_are_the_re_runs_still_pending():
     """Issue #86's done-means: the raw input's score differs across the ten seeds in every test bed II cell. The
-    committed runs that do not yet: DCDL's (before its registered re-run, which draws faces by the seed) and EPS's
-    even/odd and letters tables (their options vary_characters and vary_split wait for EPS's second re-run). A
-    re-run that lands must take its tables off this list; a new table on the same data every seed fails here."""
-    pending = {("dcdl", "dcdl.main"), ("eps", "eps.even_odd"), ("eps", "eps.letters")}
+    committed runs that do not yet: DCDL's (before its registered re-run, which draws faces by the seed; EPS's
+    even/odd and letters tables left the list when its second re-run landed, 0.31.0). A re-run that lands must take
+    its tables off this list; a new table on the same data every seed fails here."""
+    pending = {("dcdl", "dcdl.main")}
     runs = report.load_runs()
     same = set()
     for chapter, cs in claims.CLAIMS.items():
