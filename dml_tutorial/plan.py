@@ -177,8 +177,8 @@ def from_specs(specs, cfg, n_train: int, timing=None) -> list[Trainings]:
     timing = timing or (lambda spec: (unsupervised(spec, profile, n_train) if isinstance(spec.method, str)
                                       else supervised(spec, n_train)))
     groups: dict[tuple, tuple[list, Trainings]] = {}
-    for spec in specs:
-        t = replace(timing(spec), checkpoints=checkpoints(spec))
+    for spec in specs:  # its epochs, whatever the timing: a search's longer trial scales them (Plan.add)
+        t = replace(timing(spec), checkpoints=checkpoints(spec), epochs=spec.settings.epochs)
         keys, group = groups.setdefault((spec.table, t.key, t.steps, t.curve_images, t.checkpoints), ([], t))
         keys += [spec.key[1:]] if spec.key[1:] not in keys else []
         group.runs += 1

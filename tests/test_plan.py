@@ -444,3 +444,18 @@ def test_the_plan_counts_the_pretrained_starts_the_first_run_builds(tmp_path, mo
     assert p.whole() == pytest.approx(p.estimate() + p.evaluation.seconds() + start["steps"] * 0.01)
     assert "Pretrained starts to build first (once on this machine, then kept under data/): 1 x 1,000 steps" in str(p)
     assert p.runs == sum(t.runs for t in p.trainings)  # not one of the grid's trainings
+
+
+@pytest.mark.parametrize("chapter", sorted(plan.SEARCHED))
+def test_a_searchs_longer_trials_can_be_counted_in_every_chapters_plan(chapter):
+    """Every section of a test bed II plan built from its grid knows its runs' epochs, so that the trials a search
+    lengthened (search.lengthened) are counted at theirs (Plan.add(epochs=...)). The bench's labelled rows built
+    their sections without them (0 epochs), and its dry run stopped in the plan cell."""
+    cfg = profiles.settings(chapter, "glyphs2")
+    made = [t for t in plan.GRIDS[chapter](cfg, 1_000) if t.section != "softmax pre-training"]  # not from specs
+    assert made and all(t.epochs >= 1 for t in made), [(t.section, t.epochs) for t in made if t.epochs < 1]
+    p, best_shot = plan.Plan(chapter, "glyphs2", "CPU", [], list(made)), plan.SEARCHED[chapter].BEST_SHOT
+    p.add("longer", 3, like=best_shot, epochs=2 * cfg.epochs)
+    base = next(t for t in made if t.section.split(" (")[0] == best_shot)
+    assert p.trainings[-1].steps == round(base.steps * 2 * cfg.epochs / base.epochs)
+    assert p.runs == sum(t.runs for t in made) + 3
