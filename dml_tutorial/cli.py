@@ -55,7 +55,7 @@ from pathlib import Path
 from . import __version__, carry, slurm
 from .chapters import FOLDER_ENV, chapters, in_checkout, results_path
 from .profiles import PROFILE_NAMES
-from .settings import MACHINE, THREADS_ENV
+from .settings import THREADS_ENV, trained
 
 GRID_KEYS = {"chapter", "profile", "parameters", "grid", "devices", "dry_run"}
 #: Notebook parameters that say where things are kept, not what runs (a sweep point's run cache, a mounted Drive
@@ -386,9 +386,9 @@ def _takes(chapter: str, parameter: str) -> bool:
 
 def _threads_per_point(chapter: str, jobs: int) -> int | None:
     """The threads each of ``jobs`` points running at once on this CPU gets (its cores shared out, at least one),
-    given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`MACHINE_SETTINGS`; torch's
-    threads and the BLAS and OpenMP pools', :func:`dml_tutorial.train.seed_everything`); ``None`` for one point at
-    a time, which keeps the profile's. Several single-threaded trainings make more steps a second
+    given through the chapter's ``SETTINGS`` (``threads``, a machine setting: :data:`~dml_tutorial.settings.
+    MACHINE`; torch's threads and the BLAS and OpenMP pools', :func:`dml_tutorial.train.seed_everything`); ``None``
+    for one point at a time, which keeps the profile's. Several single-threaded trainings make more steps a second
     than one on every core (test bed II: 1.16x, ``benchmarks/bench_sweep_parallel.py``)."""
     if jobs < 1:
         raise ValueError(f"--jobs must be at least 1, got {jobs}")
@@ -521,9 +521,6 @@ def commit_paths(paths: list[Path], message: str, removed: list[Path] = ()) -> s
     return None
 
 
-MACHINE_SETTINGS = set(MACHINE)  # how a run used its machine, not what it trained
-
-
 def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
     """The run files of every point of a sweep grid in ``pending/<chapter>/``, and why they may not land yet: a
     point without its file; a file of another chapter or profile, made from a ``-dirty`` commit or from one that is
@@ -548,7 +545,7 @@ def land_problems(spec: dict, pending: Path) -> tuple[list[Path], list[str]]:
         if run.get("settings", {}).get("start") and not run.get("start_sha256"):
             problems.append(f"{rid}: the pretrained start it loaded is not recorded (start_sha256; each CPU family "
                             "builds other weights): nobody can tell which start to load to run it again")
-        settings = {k: v for k, v in run.get("settings", {}).items() if k not in MACHINE_SETTINGS}
+        settings = trained(run.get("settings", {}))
         shared_start = None if _per_seed(settings.get("start")) else run.get("start_sha256")  # one start a seed:
         kinds.setdefault(json.dumps([settings, shared_start], sort_keys=True), []).append(rid)  # theirs differ
         files.append(file)

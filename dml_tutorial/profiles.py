@@ -29,7 +29,7 @@ import sys
 from typing import NamedTuple
 
 from . import __version__
-from .settings import MACHINE, TYPES, Settings
+from .settings import TYPES, Settings
 
 PROFILE_NAMES = ("smoke", "fashion", "glyphs", "glyphs2", "colab", "full")
 
@@ -368,8 +368,7 @@ def settings_hash(cfg: Settings) -> str:
     import hashlib
     import json
 
-    what = {k: v for k, v in cfg.to_dict().items() if k not in MACHINE}
-    text = json.dumps({"settings": what, "version": __version__}, sort_keys=True, default=str)
+    text = json.dumps({"settings": cfg.trained(), "version": __version__}, sort_keys=True, default=str)
     return hashlib.sha256(text.encode()).hexdigest()[:10]
 
 

@@ -5,11 +5,11 @@ unflagged).
 The protocol of a chapter at a profile is everything that decides its words, other than the numbers:
 
 - ``settings``: the profile's settings (:func:`dml_tutorial.profiles.settings`), less how a run uses its machine
-  (threads, loader workers: :data:`MACHINE`) and less those left empty (:func:`_what`);
+  (threads, loader workers: :data:`~dml_tutorial.settings.MACHINE`) and less those left empty (:func:`_what`);
 - ``grid``: every run of the chapter's declared grid over the sweep's seeds after searches whose choices differ row
   by row (:func:`dml_tutorial.plan.chosen_grid`: which row trains at which row's choice is part of the protocol),
   each as :meth:`~dml_tutorial.spec.RunSpec.data` (its method with every loss parameter, settings less
-  :data:`MACHINE`, data, seed);
+  :data:`~dml_tutorial.settings.MACHINE`, data, seed);
 - ``seeds``: the seeds of the profile's sweep (``data/sweeps/<chapter>-<profile>.yaml``);
 - ``claims``: the chapter's claims as the registry defines them (:func:`dml_tutorial.registry.definition`), the
   whole family, since a claim added or dropped changes every other's adjusted interval;
@@ -34,7 +34,7 @@ from pathlib import Path
 
 from .chapters import REPOSITORY
 from .registry import PROTOCOLS, definition
-from .settings import MACHINE
+from .settings import trained
 from .spec import fingerprint
 
 #: The profiles whose protocols are registered: those that decide words now.
@@ -77,10 +77,10 @@ def deciding(chapter: str) -> dict:
 
 
 def _what(settings: dict) -> dict:
-    """``settings`` without how a run uses its machine (:data:`MACHINE`) and without the settings left empty
-    (``None``, ``()``, ``{}``, ``""``: unused), so that a setting added later for another chapter, empty by
+    """``settings`` without how a run uses its machine (:func:`dml_tutorial.settings.trained`) and without the
+    settings left empty (``None``, ``()``, ``{}``, ``""``: unused), so that a setting added later for another chapter, empty by
     default, leaves a registered protocol as it was; one added with a value does change it."""
-    return {k: v for k, v in settings.items() if k not in MACHINE and v not in (None, (), [], {}, "")}
+    return {k: v for k, v in trained(settings).items() if v not in (None, (), [], {}, "")}
 
 
 def sha256(chapter: str, profile: str, root: Path = REPOSITORY) -> str:

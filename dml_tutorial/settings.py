@@ -40,6 +40,12 @@ THREADS_ENV = "DML_TUTORIAL_THREADS"
 MACHINE = ("threads", "workers", "checkpoint_seconds")
 
 
+def trained(settings: Mapping) -> dict:
+    """``settings`` (a run file's, or :meth:`Settings.to_dict`) less how a run uses its machine (:data:`MACHINE`):
+    what the run trains, which the run cache, a registered protocol and ``land`` compare."""
+    return {k: v for k, v in settings.items() if k not in MACHINE}
+
+
 class Frozen(dict):
     """A read-only dict (a profile's nested options): JSON writes it as a dict, and it hashes by its contents."""
 
@@ -201,6 +207,10 @@ class Settings:
     def to_dict(self) -> dict:
         """The settings as plain JSON data (what a run file stores)."""
         return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+    def trained(self) -> dict:
+        """The settings that decide what a run trains, as plain JSON data (:func:`trained`)."""
+        return trained(self.to_dict())
 
     def digest(self) -> str:
         """The SHA-256 of the settings as sorted JSON (hex)."""

@@ -23,7 +23,7 @@ from functools import partial
 from typing import Any
 
 from . import __version__
-from .settings import MACHINE, Frozen, Settings, freeze
+from .settings import Frozen, Settings, freeze
 
 
 def as_data(value) -> object:
@@ -34,7 +34,7 @@ def as_data(value) -> object:
     ``functools.partial`` by its function, arguments and keywords; a function by its module and name; anything else
     by its ``repr`` without memory addresses (``<object at 0x7f..>`` -> ``<object>``)."""
     if isinstance(value, Settings):
-        return {k: v for k, v in value.to_dict().items() if k not in MACHINE}
+        return value.trained()
     if isinstance(value, dict):
         return {str(k): as_data(v) for k, v in sorted(value.items(), key=lambda kv: str(kv[0]))}
     if isinstance(value, (list, tuple)):

@@ -6,8 +6,8 @@ import json
 import pytest
 from helpers import ROOT, load_script
 
-from dml_tutorial import profiles, protocol, report
-from dml_tutorial.settings import TYPES, CBSwRSettings, DCDLSettings, Frozen, Settings, conforms
+from dml_tutorial import profiles, report
+from dml_tutorial.settings import MACHINE, TYPES, CBSwRSettings, DCDLSettings, Frozen, Settings, conforms
 
 
 def test_an_undeclared_setting_is_an_error_that_names_the_known_ones():
@@ -90,7 +90,7 @@ def test_test_bed_ii_profiles_are_those_its_committed_runs_were_made_with(chapte
     """The profile that decides verdicts cannot change by accident (a CI speed edit, a new default): every setting
     each committed test bed II run recorded equals the profile's now (the run's own choices sit beside them),
     but for the changes declared for the next re-run (profiles.CHANGED_SINCE_RUNS), each of which must differ, and
-    how a run used its machine (protocol.MACHINE: a sweep's points run side by side on fewer threads each)."""
+    how a run used its machine (settings.MACHINE: a sweep's points run side by side on fewer threads each)."""
     runs = report.runs_of(chapter, "glyphs2")
     assert len(runs) >= 10
     now = profiles.settings(chapter, "glyphs2").to_dict()
@@ -98,7 +98,7 @@ def test_test_bed_ii_profiles_are_those_its_committed_runs_were_made_with(chapte
     defaults = type(profiles.settings(chapter, "glyphs2"))(dataset="-", model="-", epochs=1).to_dict()
     for run in runs:
         differ = {k: (v, now.get(k, "<not a setting>")) for k, v in run["settings"].items()
-                  if now.get(k) != v and k not in protocol.MACHINE}  # threads: a sweep's points side by side
+                  if now.get(k) != v and k not in MACHINE}  # threads: a sweep's points side by side
         new = {k for k in declared if k not in run["settings"]}  # a setting the runs did not have yet
         # a setting added since the runs, which the profile sets away from its type's default (a new row, a new
         # knob), changes what the runs compute: it must be declared too
