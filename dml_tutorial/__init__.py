@@ -4,4 +4,4 @@ One concept per module: ``data``, ``noise``, ``sampling``, ``distances``, ``loss
 ``metrics``, ``plots``, ``profiles``. Notebooks call these; they hold no copies of the logic.
 """
 
-__version__ = "0.31.0"
+__version__ = "0.31.1"
