@@ -78,8 +78,8 @@ def deciding(chapter: str) -> dict:
 
 def _what(settings: dict) -> dict:
     """``settings`` without how a run uses its machine (:func:`dml_tutorial.settings.trained`) and without the
-    settings left empty (``None``, ``()``, ``{}``, ``""``: unused), so that a setting added later for another chapter, empty by
-    default, leaves a registered protocol as it was; one added with a value does change it."""
+    settings left empty (``None``, ``()``, ``{}``, ``""``: unused), so that a setting added later for another
+    chapter, empty by default, leaves a registered protocol as it was; one added with a value does change it."""
     return {k: v for k, v in trained(settings).items() if v not in (None, (), [], {}, "")}
 
 
