@@ -14,10 +14,11 @@ A pack holds finished results only, and of those the ones worth their bytes. It 
 bed II, kept for a longer trial of the same training to go on from: a longer trial whose shorter one's state was
 not carried trains from its first epoch to the same result, ``experiment._go_on_from``), and a result larger than
 :data:`SMALL` that holds more than :data:`BYTES_PER_SECOND` bytes for each second its training took (its
-``metrics["seconds"]``): cheaper to train again than to keep in the repository's history. On EPS's test bed II a
-search trial of Table 1's network took 5-7 minutes and weighs 6 KB; one of Table 2's, 10-40 s and 0.8 MB (the
-embeddings of its 3,200 validation images): the first kind travels, the second is trained again. A cached result
-is loaded only under the settings, seed and package version that made it (``experiment._cached``), so a pack made
+``metrics["seconds"]``): cheaper to train again than to keep in the repository's history. A search's trial travels
+without its embeddings (:func:`carried`), which a resumed search never reads: it reads the trial's curve. The
+bench's trial on test bed II took 20-40 s and weighs 0.8 MB in the cache (the embeddings of its 3,200 validation
+images), 4 KB in a pack; a grid run of Table 2 of EPS, as large and as quick, is trained again. A cached result is
+loaded only under the settings, seed and package version that made it (``experiment._cached``), so a pack made
 from another commit adds nothing wrong: its files are simply not read.
 
 A point that fine-tunes a pretrained start carries its start too (``pretrained/<start>.pt`` and its record, 0.4 MB
@@ -28,6 +29,7 @@ already built a different start of that name, nothing is unpacked and the error 
 from __future__ import annotations
 
 import gzip
+import io
 import json
 import tarfile
 from pathlib import Path, PurePosixPath
@@ -42,6 +44,9 @@ START = "pretrained"
 #: each second of its training.
 SMALL = 64 * 1024
 BYTES_PER_SECOND = 10_000
+#: What a search's trial travels without (:func:`carried`): its embeddings and predictions. The search reads only
+#: the trial's curve, its history (``dml_tutorial.search._curve``).
+UNREAD_BY_A_SEARCH = ("test_embeddings", "train_embeddings", "test_predictions")
 #: A pack's budget: below the repository's 5 MiB limit for a tracked file; the results that bought the most seconds
 #: of training per byte go first.
 MAX_BYTES = 4 * 1024 * 1024
@@ -62,14 +67,46 @@ def finished(cache: Path) -> list[Path]:
     return sorted(f for f in cache.rglob("*.pt") if f.is_file() and _finished(f.name)) if cache.is_dir() else []
 
 
+def search_trial(state: dict) -> bool:
+    """Whether a cached result (:func:`dml_tutorial.experiment.cached_result`) is a search's trial: its spec's
+    options name the ``"curve"`` its search reads (:func:`dml_tutorial.search.trial_spec`)."""
+    spec = (state.get("settings") or {}).get("spec")
+    return isinstance(spec, dict) and "curve" in (spec.get("options") or {})
+
+
+def carried(file: Path) -> tuple[bytes | None, float | None]:
+    """What a pack keeps of a finished result, and the seconds its training took (``None`` for a file that is not
+    a cached result): the file as it is (``None``), but for a search's trial (:func:`search_trial`) the result
+    without :data:`UNREAD_BY_A_SEARCH` (the bytes ``torch.save`` writes), which a resumed search never reads."""
+    import torch
+
+    from .experiment import cached_result
+
+    state = cached_result(file)
+    if state is None:
+        return None, None
+    seconds = float(state["metrics"]["seconds"])
+    if not search_trial(state):
+        return None, seconds
+    buffer = io.BytesIO()
+    torch.save({**state, **{k: None for k in UNREAD_BY_A_SEARCH if k in state}}, buffer)
+    return buffer.getvalue(), seconds
+
+
 def worth_carrying(file: Path, bytes_per_second: float = BYTES_PER_SECOND) -> bool:
     """Whether a finished result travels in a pack: small (:data:`SMALL`), or at most ``bytes_per_second`` bytes
     for each second its training took (a file that records no seconds, e.g. one written by other code, counts as
-    none)."""
-    from .experiment import result_seconds
+    none), as a pack keeps it (:func:`carried`)."""
+    data, seconds = carried(file)
+    return _worth(_size(file, data), seconds, bytes_per_second)
 
-    size = Path(file).stat().st_size
-    return size <= SMALL or size <= (result_seconds(file) or 0.0) * bytes_per_second
+
+def _size(file: Path, data: bytes | None) -> int:
+    return Path(file).stat().st_size if data is None else len(data)
+
+
+def _worth(size: int, seconds: float | None, bytes_per_second: float) -> bool:
+    return size <= SMALL or size <= (seconds or 0.0) * bytes_per_second
 
 
 def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
@@ -80,16 +117,16 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
     and its record: ``dml_tutorial.pretrain.start_paths``), where given. Replaces an older pack whole, never leaves
     half of one; within :data:`MAX_BYTES` (sizes before compression, the start's first), the results with the
     most training seconds per byte first. Returns how many trainings it holds and how many it left out."""
-    from .experiment import result_seconds
-
     every, to = finished(cache), Path(to)
-    worth = sorted((f for f in every if worth_carrying(f, bytes_per_second)),
-                   key=lambda f: -(result_seconds(f) or 0.0) / max(f.stat().st_size, 1))
+    kept = {f: carried(f) for f in every}
+    size = {f: _size(f, data) for f, (data, _) in kept.items()}
+    worth = sorted((f for f in every if _worth(size[f], kept[f][1], bytes_per_second)),
+                   key=lambda f: -(kept[f][1] or 0.0) / max(size[f], 1))
     files, used = [], sum(Path(f).stat().st_size for f in start or ())
     for file in worth:  # within MAX_BYTES, before compression
-        if used + file.stat().st_size <= MAX_BYTES:
+        if used + size[file] <= MAX_BYTES:
             files.append(file)
-            used += file.stat().st_size
+            used += size[file]
     files.sort()
     to.parent.mkdir(parents=True, exist_ok=True)
     tmp = to.with_name(to.name + ".tmp")
@@ -103,8 +140,10 @@ def pack(cache: Path, to: Path, start: tuple[Path, Path] | None = None,
             info = tar.gettarinfo(file, arcname=name)
             info.uid = info.gid = 0
             info.uname = info.gname = ""
-            with open(file, "rb") as handle:
-                tar.addfile(info, handle)
+            data = kept[file][0] if file in kept else None  # a search's trial as carried, else the file
+            data = Path(file).read_bytes() if data is None else data
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
     tmp.replace(to)
     return len(files), len(every) - len(files)
 

@@ -549,13 +549,22 @@ def cache_seconds(cache) -> tuple[float, int]:
     return sum(s for s in seconds if s is not None), sum(s is not None for s in seconds)
 
 
-def result_seconds(path: Path) -> float | None:
-    """The seconds a cached result's training took, ``None`` for a file that is not a cached result."""
+def cached_result(path: Path) -> dict | None:
+    """What a cached result's file holds (as :func:`_cached` saves it: ``metrics`` with the ``seconds`` its
+    training took, the embeddings, the ``history``, the ``settings`` that made it), ``None`` for a file that is not
+    a cached result."""
     try:
-        metrics = torch.load(path, weights_only=False, map_location="cpu")["metrics"]
-        return float(metrics["seconds"])
+        state = torch.load(path, weights_only=False, map_location="cpu")
+        float(state["metrics"]["seconds"])
+        return state
     except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
         return None
+
+
+def result_seconds(path: Path) -> float | None:
+    """The seconds a cached result's training took, ``None`` for a file that is not a cached result."""
+    state = cached_result(path)
+    return None if state is None else float(state["metrics"]["seconds"])
 
 
 def _kept(path: Path, what: str) -> Path:

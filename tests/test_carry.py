@@ -2,11 +2,14 @@
 import io
 import json
 import tarfile
+from functools import partial
+from pathlib import PurePosixPath
 
 import pytest
 import torch
 
-from dml_tutorial import carry, experiment
+from dml_tutorial import carry, experiment, search, spec, train
+from dml_tutorial.settings import Settings
 
 
 def _cache(folder):
@@ -135,3 +138,48 @@ def test_a_pack_within_its_budget_keeps_the_most_training_seconds_per_byte(tmp_p
     assert carry.pack(cache, pack) == (1, 1)
     with tarfile.open(pack) as tar:
         assert tar.getnames() == ["eps-glyphs-de2280e13a/trial-a-seed5-0123456789.pt"]
+
+
+_TRAINED = []
+
+
+def _bench_like(spec):
+    """A runner as the bench's on test bed II: a search's trial (``options["curve"]``) scores MAP@R at every epoch
+    (best at lr 3e-3, epoch 2) and returns the embeddings of 3,200 validation images (0.8 MB) after 30 s; a grid run
+    took 300 s. Each call is listed in ``_TRAINED``."""
+    _TRAINED.append(spec.key)
+    lr, trial = spec.settings.lr, "curve" in spec.options
+    history = [{"epoch": e, "MAP@R": 0.5 - abs(lr - 3e-3) - abs(e - 2) / 100} for e in range(1, spec.settings.epochs + 1)]
+    embeddings = torch.rand(3200, 64, generator=torch.Generator().manual_seed(round(lr * 1e4)))
+    return experiment.Run({"seconds": 30.0 if trial else 300.0}, embeddings, train.History(history if trial else []))
+
+
+def test_a_search_travels_without_its_trials_embeddings_and_resumes_to_the_same_choice(tmp_path):
+    """The bench's trials on test bed II weigh 0.8 MB (their embeddings) for 20-40 s of training: too heavy to carry
+    as they are. A pack carries them without what a resumed search never reads, and the search resumed from the
+    pack on another machine trains nothing and chooses the same; a grid run travels whole."""
+    cfg = Settings(profile="test", dataset="subclusters", model="mlp", dim=8, epochs=2, lr=1e-3, threads=1)
+    row = spec.RunSpec("best shot", "Triplet", "triplet", cfg, seed=3)
+    rule = search.Search("MAP@R", search.Axis("lr", (1e-4, 3e-4, 1e-3, 3e-3, 1e-2), (1e-3,)), lengths=(2,))
+    cache = tmp_path / "here" / "bench-glyphs-0123456789"
+    chosen = search.best_shot(row, rule, partial(experiment.run_one, run=_bench_like, cache=cache))
+    assert chosen.values == {"lr": 3e-3, "epochs": 2} and len(chosen.trials) == 4  # 1e-3; 3e-4, 3e-3; 1e-2
+    grid_run = experiment.run_grid([row], _bench_like, cache=cache)[row.key][0]
+    assert all(f.stat().st_size > 0.8e6 for f in carry.finished(cache))  # every result holds its embeddings
+
+    pack = tmp_path / "pending" / "bench" / "glyphs2_seed-3.runs.tar.gz"
+    assert carry.pack(cache.parent, pack) == (5, 0)
+    made = pack.read_bytes()
+    assert carry.pack(cache.parent, pack) == (5, 0) and pack.read_bytes() == made  # the same bytes again
+    with tarfile.open(pack) as tar:
+        sizes = {PurePosixPath(m.name).name.split("-seed")[0]: m.size for m in tar.getmembers()}
+    assert sizes.pop("best_shot-Triplet-") > 0.8e6  # the grid run (its column ""), whole
+    assert len(sizes) == 4 and max(sizes.values()) < 8 * 1024  # the trials (their columns: lr, knob, epochs)
+
+    elsewhere = tmp_path / "elsewhere"
+    assert carry.unpack(pack, elsewhere) == 5
+    _TRAINED.clear()
+    again = search.best_shot(row, rule, partial(experiment.run_one, run=_bench_like, cache=elsewhere / cache.name))
+    loaded = experiment.run_grid([row], _bench_like, cache=elsewhere / cache.name)[row.key][0]
+    assert _TRAINED == [] and again.as_data() == chosen.as_data()  # nothing trained again, the same choice
+    assert torch.equal(loaded.test_embeddings, grid_run.test_embeddings)
