@@ -507,17 +507,21 @@ def commit_run(file: Path) -> str | None:
 
 def commit_paths(paths: list[Path], message: str, removed: list[Path] = ()) -> str | None:
     """Commit ``paths`` (all in one git repository) with ``message``, and the removal of the ``removed`` files
-    (deleted here; one git never tracked is just deleted), nothing else; returns why not, or None."""
+    (deleted here; one git never tracked is just deleted), nothing else; returns why not, or None (also where
+    they are committed as they are already: a pack made again with no new training)."""
     tracked = [f for f in removed if _git(f.parent, "ls-files", "--error-unmatch", "--", f.name).returncode == 0]
     for f in removed:
         f.unlink(missing_ok=True)
     paths = [str(Path(p).resolve()) for p in [*paths, *tracked]]
     if not paths:
         return None
-    for argv in (["add", "-A", "--", *paths], ["commit", "-q", "-m", message, "--", *paths]):
-        done = _git(Path(paths[0]).parent, *argv)
-        if done.returncode:
-            return f"git {argv[0]} failed: {(done.stderr or done.stdout).strip()}"
+    folder = Path(paths[0]).parent
+    if (done := _git(folder, "add", "-A", "--", *paths)).returncode:
+        return f"git add failed: {(done.stderr or done.stdout).strip()}"
+    if _git(folder, "diff", "--cached", "--quiet", "--", *paths).returncode == 0:
+        return None  # nothing changed
+    if (done := _git(folder, "commit", "-q", "-m", message, "--", *paths)).returncode:
+        return f"git commit failed: {(done.stderr or done.stdout).strip()}"
     return None
 
 

@@ -310,6 +310,9 @@ def test_a_point_packed_on_one_machine_resumes_on_another_from_its_trainings_and
     assert _git_lines(repo, "log", "-1", "--format=%s") == ["Sweep points packed: toy/smoke_seed-3, toy/smoke_seed-4"]
     assert sorted(_git_lines(repo, "show", "--name-only", "--format=", "HEAD")) == [
         "pending/toy/smoke_seed-3.runs.tar.gz", "pending/toy/smoke_seed-4.runs.tar.gz"]
+    head = _git_lines(repo, "rev-parse", "HEAD")
+    assert cli.main([*first, "--pack", "--commit"]) == 0  # packed again, no new training: nothing to commit
+    assert "error" not in capsys.readouterr().err and _git_lines(repo, "rev-parse", "HEAD") == head
     monkeypatch.delenv("TOY_FAIL")
     second = ["sweep", str(grid), "--results", str(pending), "--output", str(repo / "ignored" / "b")]
     assert cli.main([*second, "--status"]) == 0
