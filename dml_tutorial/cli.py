@@ -374,7 +374,31 @@ def done_state(file: Path) -> str:
         made = f"made from {run['commit'][:12]} on {run['date'][:10]}"
     except (OSError, ValueError, KeyError, TypeError):
         made = "unreadable"
+    if (hours := _trained_hours(file)) is not None:
+        made += f", {run.get('trainings', '?')} trainings in {hours:.1f} h of training"
     return f"done ({file}: {made})"
+
+
+def _trained_hours(file: Path) -> float | None:
+    """The hours of training a run file records (``trained_seconds``: over every sitting), None where it records
+    none (a run file older than 0.27.5) or cannot be read."""
+    try:
+        return float(json.loads(file.read_text())["trained_seconds"]) / 3600
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def outlook(done: list[Path], left: int) -> str | None:
+    """``--status``'s last line where points are done and others left: the training the done points' run files
+    record (:func:`_trained_hours`), and the rest at their mean pace: how long a sweep's remaining points will
+    train, in hours of training at the done points' threads. A rough guide: a point resumed after a stop counts
+    only what its cache kept, and another seed's searches may walk further."""
+    hours = [h for f in done if (h := _trained_hours(f)) is not None]
+    if not hours or not left:
+        return None
+    mean = sum(hours) / len(hours)
+    return (f"{len(done)} of {len(done) + left} points done, {mean:.1f} h of training a point (as {len(hours)} of "
+            f"their run files record it); the {left} left: about {mean * left:.0f} h at that pace, one point at a time")
 
 
 def _takes(chapter: str, parameter: str) -> bool:
@@ -744,6 +768,9 @@ def _sweep(args, parser) -> int:
         for rid, _ in points:
             print(f"{rid}: " + (local_state(args.output, chapter, rid, carry.pack_path(args.results, chapter, rid))
                                  if rid in pending else done_state(args.results / chapter / f"{rid}.json")))
+        done = [args.results / chapter / f"{rid}.json" for rid, _ in points if rid not in pending]
+        if line := outlook(done, len(todo)):
+            print(line)
         return 0
     if args.pack:
         return pack_points(chapter, points, args.output, args.results, args.commit, args.data_root)

@@ -638,6 +638,27 @@ def test_sweep_status_tells_a_running_point_from_a_begun_one_and_a_pending_one(f
     assert cli.main(argv) == 0 and capsys.readouterr().out.startswith("smoke_seed-0: begun (")  # not checkable
 
 
+def test_sweep_status_says_what_each_done_point_trained_and_how_long_the_rest_will(folder, capsys):
+    """Test bed II's sweeps ran for days, and nothing said how many hours a point had taken or the rest would."""
+    grid = _grid(folder, "chapter: toy\nprofile: smoke\ngrid:\n  SEED: [0, 1, 2, 3]\n")
+    results = folder / "results"
+    (results / "toy").mkdir(parents=True)
+    made = {"commit": "0123456789abcdef", "date": "2026-12-07T20:54:02"}
+    trained = {0: {"trainings": 148, "trained_seconds": 18_000.0}, 1: {"trainings": 140, "trained_seconds": 10_800.0},
+               2: {}}  # a run file older than 0.27.5 records no training seconds
+    for seed, extra in trained.items():
+        (results / "toy" / f"smoke_seed-{seed}.json").write_text(json.dumps({**made, **extra}))
+    argv = ["sweep", str(grid), "--results", str(results), "--output", str(folder / "runs"), "--status"]
+    assert cli.main(argv) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].endswith("made from 0123456789ab on 2026-12-07, 148 trainings in 5.0 h of training)")
+    assert lines[2].endswith("made from 0123456789ab on 2026-12-07)") and lines[3] == "smoke_seed-3: pending"
+    assert lines[4] == ("3 of 4 points done, 4.0 h of training a point (as 2 of their run files record it); "
+                        "the 1 left: about 4 h at that pace, one point at a time")
+    (results / "toy" / "smoke_seed-3.json").write_text(json.dumps(made))
+    assert cli.main(argv) == 0 and len(capsys.readouterr().out.splitlines()) == 4  # none left: no outlook
+
+
 def test_sweep_reports_failed_runs_with_their_logs(folder, capsys):
     grid = _grid(folder, "chapter: toy\nprofile: smoke\nparameters: {FAIL: true}\ngrid:\n  SEED: [0]\n")
     argv = ["sweep", str(grid), "--results", str(folder / "results"), "--output", str(folder / "runs")]
