@@ -555,9 +555,11 @@ def cached_result(path: Path) -> dict | None:
     a cached result."""
     try:
         state = torch.load(path, weights_only=False, map_location="cpu")
+        if not isinstance(state, dict):
+            return None
         float(state["metrics"]["seconds"])
         return state
-    except (OSError, EOFError, RuntimeError, KeyError, TypeError, ValueError, pickle.UnpicklingError):
+    except (OSError, EOFError, RuntimeError, LookupError, TypeError, ValueError, pickle.UnpicklingError):
         return None
 
 

@@ -90,6 +90,8 @@ def test_cache_seconds_sums_the_trainings_a_cache_holds_over_its_sittings(tmp_pa
     experiment.grid({"a": {"value": 1.0}, "b": {"value": 2.0}}, [0, 1], run, cache=tmp_path)  # the next: 20 + 21 s
     (tmp_path / "b-seed0-0123456789.partial.pt").write_bytes(b"a training in progress")
     (tmp_path / "notes.pt").write_text("not a result")
+    torch.save(torch.zeros(3), tmp_path / "weights.pt")  # nor are weights
+    torch.save([{"metrics": {"seconds": 5.0}}], tmp_path / "listed.pt")
     assert experiment.cache_seconds(tmp_path) == (62.0, 4)
     assert experiment.cache_seconds(tmp_path / "empty") == (0.0, 0)
 
