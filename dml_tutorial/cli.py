@@ -374,31 +374,38 @@ def done_state(file: Path) -> str:
         made = f"made from {run['commit'][:12]} on {run['date'][:10]}"
     except (OSError, ValueError, KeyError, TypeError):
         made = "unreadable"
-    if (hours := _trained_hours(file)) is not None:
-        made += f", {run.get('trainings', '?')} trainings in {hours:.1f} h of training"
+    if (seconds := _trained_seconds(file)) is not None:
+        n = run.get("trainings", "?")
+        made += f"; {n} training{'s' * (n != 1)}, {_span(seconds)} of training"
     return f"done ({file}: {made})"
 
 
-def _trained_hours(file: Path) -> float | None:
-    """The hours of training a run file records (``trained_seconds``: over every sitting), None where it records
+def _trained_seconds(file: Path) -> float | None:
+    """The seconds of training a run file records (``trained_seconds``: over every sitting), None where it records
     none (a run file older than 0.27.5) or cannot be read."""
     try:
-        return float(json.loads(file.read_text())["trained_seconds"]) / 3600
+        return float(json.loads(file.read_text())["trained_seconds"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
+def _span(seconds: float) -> str:
+    return f"{seconds / 3600:.1f} h" if seconds >= 3600 else f"{seconds / 60:.0f} min" if seconds >= 60 else (
+        f"{seconds:.0f} s")
+
+
 def outlook(done: list[Path], left: int) -> str | None:
     """``--status``'s last line where points are done and others left: the training the done points' run files
-    record (:func:`_trained_hours`), and the rest at their mean pace: how long a sweep's remaining points will
-    train, in hours of training at the done points' threads. A rough guide: a point resumed after a stop counts
-    only what its cache kept, and another seed's searches may walk further."""
-    hours = [h for f in done if (h := _trained_hours(f)) is not None]
-    if not hours or not left:
+    record (:func:`_trained_seconds`), and the rest at their mean pace: how long a sweep's remaining points will
+    train at the done points' threads. A rough guide: a point resumed after a stop counts only what its cache kept,
+    and another seed's searches may walk further."""
+    seconds = [s for f in done if (s := _trained_seconds(f)) is not None]
+    if not seconds or not left:
         return None
-    mean = sum(hours) / len(hours)
-    return (f"{len(done)} of {len(done) + left} points done, {mean:.1f} h of training a point (as {len(hours)} of "
-            f"their run files record it); the {left} left: about {mean * left:.0f} h at that pace, one point at a time")
+    mean = sum(seconds) / len(seconds)
+    return (f"{len(done)} of {len(done) + left} points done, {_span(mean)} of training a point (as {len(seconds)} of "
+            f"their run files record it); the {left} left: about {_span(mean * left)} at that pace, one point at a "
+            "time")
 
 
 def _takes(chapter: str, parameter: str) -> bool:

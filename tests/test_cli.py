@@ -182,9 +182,13 @@ def test_sweep_runs_every_point_once_and_resumes(folder, capsys):
     capsys.readouterr()
     assert cli.main(argv + ["--status"]) == 0  # runs nothing, says what is there
     made = json.loads(files[1].read_text())
+    took = f"{made['trained_seconds']:.0f} s"  # the toy trains in under a minute
     assert capsys.readouterr().out.splitlines() == [  # a done point says which run file, from where and when
         "smoke_seed-0: pending",
-        f"smoke_seed-2: done ({files[1]}: made from {made['commit'][:12]} on {made['date'][:10]})"]
+        (f"smoke_seed-2: done ({files[1]}: made from {made['commit'][:12]} on {made['date'][:10]}; 1 training, "
+         f"{took} of training)"),
+        (f"1 of 2 points done, {took} of training a point (as 1 of their run files record it); the 1 left: about "
+         f"{took} at that pace, one point at a time")]
     files[1].write_text("{")
     assert cli.main(argv + ["--status"]) == 0
     assert capsys.readouterr().out.splitlines()[1] == f"smoke_seed-2: done ({files[1]}: unreadable)"
@@ -651,10 +655,10 @@ def test_sweep_status_says_what_each_done_point_trained_and_how_long_the_rest_wi
     argv = ["sweep", str(grid), "--results", str(results), "--output", str(folder / "runs"), "--status"]
     assert cli.main(argv) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].endswith("made from 0123456789ab on 2026-12-07, 148 trainings in 5.0 h of training)")
+    assert lines[0].endswith("made from 0123456789ab on 2026-12-07; 148 trainings, 5.0 h of training)")
     assert lines[2].endswith("made from 0123456789ab on 2026-12-07)") and lines[3] == "smoke_seed-3: pending"
     assert lines[4] == ("3 of 4 points done, 4.0 h of training a point (as 2 of their run files record it); "
-                        "the 1 left: about 4 h at that pace, one point at a time")
+                        "the 1 left: about 4.0 h at that pace, one point at a time")
     (results / "toy" / "smoke_seed-3.json").write_text(json.dumps(made))
     assert cli.main(argv) == 0 and len(capsys.readouterr().out.splitlines()) == 4  # none left: no outlook
 
