@@ -342,16 +342,21 @@ def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) 
     """A point with no run file as ``--status`` shows it on the local executor: ``running`` (its sweep's marker,
     :func:`point_marker`, names a live process here), ``begun`` (its run cache, :func:`point_runs`, holds
     trainings and nothing runs it: the same command resumes from them) or ``pending``; where it has begun, how
-    many trainings its cache holds, how many it holds part-way (a training's ``.partial.pt``, written every epoch
-    or every few minutes) and when it last wrote to it. A point run by a sweep older than the marker reads
-    ``begun``: that time tells whether it still moves. ``pack``: the point's pack (:mod:`dml_tutorial.carry`),
-    whose trainings are counted where it exists: ``packed`` where nothing is cached here yet."""
+    many trainings its cache holds and the seconds they took (:func:`dml_tutorial.experiment.cache_seconds`), how
+    many it holds part-way (a training's ``.partial.pt``, written every epoch or every few minutes) and when it last
+    wrote to it. A point run by a sweep older than the marker reads ``begun``: that time tells whether it still
+    moves. ``pack``: the point's pack (:mod:`dml_tutorial.carry`), whose trainings are counted where it exists:
+    ``packed`` where nothing is cached here yet."""
+    from .experiment import cache_seconds
+
     cache = point_runs(output, chapter, rid)
     files = list(cache.rglob("*.pt")) if cache.is_dir() else []
     finished = sum(not f.name.endswith((".state.pt", ".partial.pt")) for f in files)
     partial = sum(f.name.endswith(".partial.pt") for f in files)
     last = max((f.stat().st_mtime for f in files), default=None)
-    detail = (f"{finished} training{'s' * (finished != 1)} cached" + (f", {partial} part-way" if partial else "")
+    trained = cache_seconds(cache)[0] if files else 0.0
+    detail = (f"{finished} training{'s' * (finished != 1)} cached"
+              + (f", {_span(trained)} of training" if trained else "") + (f", {partial} part-way" if partial else "")
               + (f"; its cache last written at {_utc(last)}" if files else ""))
     packed = carry.count(pack) if pack is not None and pack.exists() else None
     if packed is not None:

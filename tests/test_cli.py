@@ -659,6 +659,15 @@ def test_sweep_status_says_what_each_done_point_trained_and_how_long_the_rest_wi
     assert lines[2].endswith("made from 0123456789ab on 2026-12-07)") and lines[3] == "smoke_seed-3: pending"
     assert lines[4] == ("3 of 4 points done, 4.0 h of training a point (as 2 of their run files record it); "
                         "the 1 left: about 4.0 h at that pace, one point at a time")
+    import torch
+
+    begun = cli.point_runs(folder / "runs", "toy", "smoke_seed-3") / "toy-smoke-0123456789"
+    begun.mkdir(parents=True)
+    for name, seconds in (("a-seed3-1.pt", 1_500.0), ("b-seed3-2.pt", 1_260.0)):
+        torch.save({"metrics": {"seconds": seconds}}, begun / name)
+    assert cli.main(argv) == 0  # a begun point: its cache's trainings and the seconds they took
+    assert capsys.readouterr().out.splitlines()[3].startswith(
+        "smoke_seed-3: begun (2 trainings cached, 46 min of training; its cache last written at ")
     (results / "toy" / "smoke_seed-3.json").write_text(json.dumps(made))
     assert cli.main(argv) == 0 and len(capsys.readouterr().out.splitlines()) == 4  # none left: no outlook
 
