@@ -378,19 +378,26 @@ def done_state(file: Path) -> str:
         run = json.loads(file.read_text())
         made = f"made from {run['commit'][:12]} on {run['date'][:10]}"
     except (OSError, ValueError, KeyError, TypeError):
-        made = "unreadable"
-    if (seconds := _trained_seconds(file)) is not None:
+        return f"done ({file}: unreadable)"
+    if (seconds := _trained_seconds(run)) is not None:
         n = run.get("trainings", "?")
         made += f"; {n} training{'s' * (n != 1)}, {_span(seconds)} of training"
     return f"done ({file}: {made})"
 
 
-def _trained_seconds(file: Path) -> float | None:
-    """The seconds of training a run file records (``trained_seconds``: over every sitting), None where it records
-    none (a run file older than 0.27.5) or cannot be read."""
+def _trained_seconds(run) -> float | None:
+    """The seconds of training a run file's data records (``trained_seconds``: over every sitting), None where it
+    records none (a run file older than 0.27.5)."""
     try:
-        return float(json.loads(file.read_text())["trained_seconds"])
-    except (OSError, ValueError, KeyError, TypeError):
+        return float(run["trained_seconds"])
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _read(file: Path):
+    try:
+        return json.loads(file.read_text())
+    except (OSError, ValueError):
         return None
 
 
@@ -404,7 +411,7 @@ def outlook(done: list[Path], left: int) -> str | None:
     record (:func:`_trained_seconds`), and the rest at their mean pace: how long a sweep's remaining points will
     train at the done points' threads. A rough guide: a point resumed after a stop counts only what its cache kept,
     and another seed's searches may walk further."""
-    seconds = [s for f in done if (s := _trained_seconds(f)) is not None]
+    seconds = [s for f in done if (s := _trained_seconds(_read(f))) is not None]
     if not seconds or not left:
         return None
     mean = sum(seconds) / len(seconds)
