@@ -338,7 +338,7 @@ def _utc(seconds: float) -> str:
     return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
 
 
-def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) -> str:
+def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) -> tuple[str, float]:
     """A point with no run file as ``--status`` shows it on the local executor: ``running`` (its sweep's marker,
     :func:`point_marker`, names a live process here), ``begun`` (its run cache, :func:`point_runs`, holds
     trainings and nothing runs it: the same command resumes from them) or ``pending``; where it has begun, how
@@ -346,7 +346,7 @@ def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) 
     many it holds part-way (a training's ``.partial.pt``, written every epoch or every few minutes) and when it last
     wrote to it. A point run by a sweep older than the marker reads ``begun``: that time tells whether it still
     moves. ``pack``: the point's pack (:mod:`dml_tutorial.carry`), whose trainings are counted where it exists:
-    ``packed`` where nothing is cached here yet."""
+    ``packed`` where nothing is cached here yet. Returns that line and the seconds of training its cache holds."""
     from .experiment import cache_seconds
 
     cache = point_runs(output, chapter, rid)
@@ -362,12 +362,13 @@ def local_state(output: Path, chapter: str, rid: str, pack: Path | None = None) 
     if packed is not None:
         detail += f"; its pack {pack} holds {packed}"
     if held := _live(point_marker(output, chapter, rid)):
-        return f"running (pid {held['pid']} since {held['began']}; {detail})"
+        return f"running (pid {held['pid']} since {held['began']}; {detail})", trained
     if files:
-        return f"begun ({detail}; the same command resumes from them)"
+        return f"begun ({detail}; the same command resumes from them)", trained
     if packed is not None:
-        return f"packed ({packed} training{'s' * (packed != 1)} in {pack}; the sweep unpacks them where it resumes it)"
-    return "pending"
+        unpacks = "the sweep unpacks them where it resumes it"
+        return f"packed ({packed} training{'s' * (packed != 1)} in {pack}; {unpacks})", 0.0
+    return "pending", 0.0
 
 
 def done_state(file: Path) -> str:
@@ -406,18 +407,21 @@ def _span(seconds: float) -> str:
         f"{seconds:.0f} s")
 
 
-def outlook(done: list[Path], left: int) -> str | None:
+def outlook(done: list[Path], left: int, begun: list[float] = ()) -> str | None:
     """``--status``'s last line where points are done and others left: the training the done points' run files
     record (:func:`_trained_seconds`), and the rest at their mean pace: how long a sweep's remaining points will
-    train at the done points' threads. A rough guide: a point resumed after a stop counts only what its cache kept,
+    train at the done points' threads, less what the begun ones have cached (``begun``: their caches' seconds, each
+    counted up to one point's pace). A rough guide: a point resumed after a stop counts only what its cache kept,
     and another seed's searches may walk further."""
     seconds = [s for f in done if (s := _trained_seconds(_read(f))) is not None]
     if not seconds or not left:
         return None
     mean = sum(seconds) / len(seconds)
-    return (f"{len(done)} of {len(done) + left} points done, {_span(mean)} of training a point (as {len(seconds)} of "
-            f"their run files record it); the {left} left: about {_span(mean * left)} at that pace, one point at a "
-            "time")
+    line = (f"{len(done)} of {len(done) + left} points done, {_span(mean)} of training a point (as {len(seconds)} of "
+            f"their run files record it); the {left} left: about {_span(mean * left)} at that pace")
+    if had := sum(min(s, mean) for s in begun):
+        line += f" ({_span(max(0.0, mean * left - had))} beyond the {_span(had)} their caches hold)"
+    return line + ", one point at a time"
 
 
 def _takes(chapter: str, parameter: str) -> bool:
@@ -783,12 +787,14 @@ def _sweep(args, parser) -> int:
         return _sweep_slurm(args, parser, chapter, points)
     todo = [(rid, p) for rid, p in points if not (args.results / chapter / f"{rid}.json").exists()]
     if args.status:
-        pending = {rid for rid, _ in todo}
+        pending, begun = {rid for rid, _ in todo}, []
         for rid, _ in points:
-            print(f"{rid}: " + (local_state(args.output, chapter, rid, carry.pack_path(args.results, chapter, rid))
-                                 if rid in pending else done_state(args.results / chapter / f"{rid}.json")))
+            if rid in pending:
+                line, seconds = local_state(args.output, chapter, rid, carry.pack_path(args.results, chapter, rid))
+                begun.append(seconds)
+            print(f"{rid}: " + (line if rid in pending else done_state(args.results / chapter / f"{rid}.json")))
         done = [args.results / chapter / f"{rid}.json" for rid, _ in points if rid not in pending]
-        if line := outlook(done, len(todo)):
+        if line := outlook(done, len(todo), begun):
             print(line)
         return 0
     if args.pack:

@@ -666,8 +666,10 @@ def test_sweep_status_says_what_each_done_point_trained_and_how_long_the_rest_wi
     for name, seconds in (("a-seed3-1.pt", 1_500.0), ("b-seed3-2.pt", 1_260.0)):
         torch.save({"metrics": {"seconds": seconds}}, begun / name)
     assert cli.main(argv) == 0  # a begun point: its cache's trainings and the seconds they took
-    assert capsys.readouterr().out.splitlines()[3].startswith(
-        "smoke_seed-3: begun (2 trainings cached, 46 min of training; its cache last written at ")
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[3].startswith("smoke_seed-3: begun (2 trainings cached, 46 min of training; its cache last written at ")
+    assert lines[4].endswith("the 1 left: about 4.0 h at that pace (3.2 h beyond the 46 min their caches hold), one "
+                             "point at a time")  # 4 h less 2,760 s
     (results / "toy" / "smoke_seed-3.json").write_text(json.dumps(made))
     assert cli.main(argv) == 0 and len(capsys.readouterr().out.splitlines()) == 4  # none left: no outlook
 
