@@ -265,6 +265,49 @@ def describe(choice: Choice | dict) -> str:
     return f"{values} (best validation score {best:.3f}, {len(c.trials)} trials){edges}"
 
 
+def ends(choice: Choice | dict) -> list[tuple[str, str]]:
+    """``[(axis, "top" | "bottom")]``: which end of its ladder each of ``choice``'s :attr:`Choice.edges` sat at (a
+    length at an edge is the ladder's longest, its curve still rising when the budget ended)."""
+    c = choice if isinstance(choice, Choice) else Choice(**choice)
+    return [(axis, "top" if np.isclose(c.values[axis], c.ladders[axis][-1]) else "bottom") for axis in c.edges]
+
+
+def edge_counts(runs: list[dict]) -> dict:
+    """Row by row over the run files ``runs`` (each row's :class:`Choice` in ``choices["best shot"]``), how many
+    seeds' searches ended with a value at an end of its ladder, where the row's best shot may lie beyond (issue
+    #86: a best at a grid's edge is not a best shot): ``{row: {"seeds": n, (axis, end): k}}`` (:func:`ends`), ``n``
+    the runs whose search chose the row and ``k`` how many of them at that end. ``{}`` where no run searched."""
+    out: dict = {}
+    for run in runs:
+        for row, choice in ((run.get("choices") or {}).get("best shot") or {}).items():
+            counts = out.setdefault(row, collections.Counter())
+            counts["seeds"] += 1
+            counts.update(ends(choice))
+    return {row: dict(counts) for row, counts in out.items()}
+
+
+def edges_text(counts: dict, label=str) -> str:
+    """:func:`edge_counts` as a sentence: for each end some row's choice sat at, the rows and on how many of their
+    seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.labels.label_tex`); the axes in their first
+    row's order. Says so where no choice sat at an end; ``""`` without counts."""
+    if not counts:
+        return ""
+    found = list(dict.fromkeys(key for c in counts.values() for key in c if key != "seeds"))
+    if not found:
+        n = max(c["seeds"] for c in counts.values())
+        return f"No row's choice sat at an end of its ladder ({n} seed{'s' * (n != 1)})."
+    parts = [f"{_end_name(*key)}: " + ", ".join(f"{label(row)} {c[key]} of {c['seeds']}"
+                                                 for row, c in counts.items() if c.get(key)) for key in found]
+    return "Seeds on which a row's choice sat at an end of its ladder (its best may lie beyond it): " + "; ".join(
+        parts) + "."
+
+
+def _end_name(axis: str, end: str) -> str:
+    if axis == "epochs":
+        return "the longest length" if end == "top" else "the shortest length"
+    return f"the {'highest' if end == 'top' else 'lowest'} {'rate' if axis == 'lr' else axis}"
+
+
 def validation_split(splits, held_out: int = 2):
     """Inside the training split only (the seen classes): its last ``held_out`` classes become the test side, the
     others the training side, so a search never looks at a test class or a test image."""

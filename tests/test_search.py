@@ -179,6 +179,26 @@ def test_a_runs_choices_read_back_row_by_row():
     assert search.walked({}, lambda row: rule) == 0
 
 
+def test_the_ends_of_ladders_the_searches_stopped_at_are_counted_row_by_row_over_the_seeds():
+    """Issue #86: a choice at a ladder's end is not a best shot; the chapters count, seed by seed, where they sat."""
+    import json
+
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3, 3e-3)), lengths=(2, 4), every=2,
+                         knob=search.Axis("tau", TAUS, (0.1,)))
+    at_ends = search.best_shot(_spec(), rule, Runner(_peak(RATES[-1] * 3, TAUS[0] / 3, rising_until=100)))
+    inside = search.best_shot(_spec(), rule, Runner(_peak(3e-3, 0.1, rising_until=1)))
+    assert search.ends(at_ends) == [("lr", "top"), ("tau", "bottom"), ("epochs", "top")] and search.ends(inside) == []
+    runs = [{"choices": {"best shot": {"CBS": json.loads(json.dumps(c.as_data()))}}} for c in (at_ends, inside)]
+    runs.append({"choices": {}})  # a run that searched nothing counts no seed
+    counts = search.edge_counts(runs)
+    assert counts == {"CBS": {"seeds": 2, ("lr", "top"): 1, ("tau", "bottom"): 1, ("epochs", "top"): 1}}
+    assert search.edges_text(counts, label=str.lower) == (
+        "Seeds on which a row's choice sat at an end of its ladder (its best may lie beyond it): the highest rate: cbs "
+        "1 of 2; the lowest tau: cbs 1 of 2; the longest length: cbs 1 of 2.")
+    assert search.edges_text(search.edge_counts(runs[1:])) == "No row's choice sat at an end of its ladder (1 seed)."
+    assert search.edge_counts(runs[2:]) == {} and search.edges_text({}) == ""
+
+
 def test_the_runner_up_is_the_best_trial_at_another_rate_and_none_without_one():
     def trial(lr, score):
         return {"lr": lr, "epochs": 5, "curve": {5: score}}
