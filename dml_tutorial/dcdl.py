@@ -486,7 +486,8 @@ def weight_text(profile: str, recorded: dict, runs: list[dict], validated: str =
     their run files: :func:`dml_tutorial.report.recorded` and ``runs_of``), each weight of Table 3 against lambda =
     0 (the triplet alone) paired by seed (95% intervals, not adjusted: a dose-response); on test bed II also where the
     validated weights come from (``validated``: :func:`dml_tutorial.bench.validated_text`) and where the runs' own
-    searches stopped at an edge (:func:`search_edges`)."""
+    searches stopped at an edge (:func:`search_edges`; under the one search, the ends of its ladders the rows'
+    choices sat at: :func:`dml_tutorial.search.edge_counts`)."""
     from . import evidence
     from .labels import label_tex
 
@@ -501,7 +502,7 @@ def weight_text(profile: str, recorded: dict, runs: list[dict], validated: str =
                 "gives the verdicts at the paper's weights and at the validated ones):\n\n" + "\n".join(lines))
     if profile != "glyphs2":
         return text
-    edges = edges_text(search_edges(runs), label_tex)  # silent until one
+    edges = edges_text(search_edges(runs), label_tex) or search.edges_text(search.edge_counts(runs), label_tex)
     return "\n\n".join(filter(None, [text, validated, edges]))
 
 

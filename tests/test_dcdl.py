@@ -407,6 +407,11 @@ def test_the_weight_and_edge_check_words_read_the_records(tmp_path):
     assert validated.startswith("The validated weights of the findings") and "chose" not in validated
     assert validated in dcdl.weight_text("glyphs2", {tables.DCDL_WEIGHT.id: table}, [], validated)
     assert dcdl.weight_text("fashion", {}, []) == "No `fashion` run of Table 3 is recorded yet."
+    shot = {"values": {"lr": 1e-2, "epochs": 40}, "trials": [], "ladders": {"lr": [1e-4, 1e-2], "epochs": [10, 40]},
+            "edges": ["lr", "epochs"]}  # a run of the one search (issue #86): its choices say where they sat
+    text = dcdl.weight_text("glyphs2", {}, [{"tables": [], "choices": {"best shot": {"L_Trip (clean)": shot}}}])
+    assert text.endswith(f"the highest rate: {label_tex('L_Trip')} (clean) 1 of 1; the longest length: "
+                         f"{label_tex('L_Trip')} (clean) 1 of 1.")
     summary = {"L_Trip: searched again against the chapter's": "+1.0 points", "L_Trip + L^W against L_Trip": "-2.0"}
     (tmp_path / "dcdl_edges_short-noisy_cpu.json").write_text(json.dumps({"summary": summary}))
     text = dcdl.edge_checks_text(tmp_path)
