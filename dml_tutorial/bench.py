@@ -568,12 +568,16 @@ def first_look(where: str, table: dict) -> str:
 
 def climbing(runs: list[dict]) -> str:
     """How many of the lengths the run files ``runs`` chose (seeds x rows) the budget set, not the curve
-    (:func:`still_climbing`), as a sentence; ``""`` where none chose a length."""
+    (:func:`still_climbing`), as a sentence, then, for runs of the one search, the rates and knobs chosen at an end
+    of their ladders (:func:`dml_tutorial.search.edge_counts`, lengths left out); ``""`` where none chose a length."""
     capped_, chosen = still_climbing(runs)
     if not chosen:
         return ""
+    ends = {row: {k: n for k, n in c.items() if k == "seeds" or k[0] != "epochs"}
+            for row, c in search.edge_counts(runs).items()}
+    knobs = search.edges_text(ends) if any(len(c) > 1 for c in ends.values()) else ""
     return (f" In {capped_} of the {chosen} lengths chosen (seeds x rows) the best validation checkpoint was the "
-            "last of the longest length tried: still climbing at the budget's end.")
+            "last of the longest length tried: still climbing at the budget's end." + (f" {knobs}" if knobs else ""))
 
 
 #: The search table of a bench run made before the one search (its rows ``"<name>, <knob> = <value>[, lr <rate>]"``).

@@ -377,10 +377,21 @@ def test_capped_names_the_methods_whose_best_checkpoint_is_the_longest_tried():
                             "5 epochs": [0.5], "10 epochs": [0.4]}}}]}]
     assert bench.still_climbing(runs) == (2, 4)  # MS and SME of the first seed's 3; not MS of the second
     assert bench.still_climbing([{"tables": []}]) == (0, 0)
-    shots = {"MS": {"edges": ["epochs"]}, "SME": {"edges": ["lr"]}, "MS, p = 0.4": {"edges": ["lr", "epochs"]}}
+    ladders = {"lr": [1e-4, 1e-3, 1e-2], "epochs": [10, 20]}
+
+    def shot(lr, epochs, edges):
+        return {"values": {"lr": lr, "epochs": epochs}, "trials": [], "ladders": ladders, "edges": edges}
+
+    shots = {"MS": shot(1e-3, 20, ["epochs"]), "SME": shot(1e-4, 12, ["lr"]), "MS, p = 0.4": shot(1e-2, 20, ["lr", "epochs"])}
     one_search = {"tables": [], "choices": {"best shot": shots}}  # a run of the one search: its choices' edges
     assert bench.still_climbing([one_search, *runs]) == (2 + 2, 3 + 4)
-    assert "In 4 of the 7 lengths chosen (seeds x rows)" in bench.climbing([one_search, *runs])
+    text = bench.climbing([one_search, *runs])
+    assert "In 4 of the 7 lengths chosen (seeds x rows)" in text
+    assert text.endswith("(its best may lie beyond it): the lowest rate: SME 1 of 1; the highest rate: MS, p = 0.4 1 "
+                         "of 1.")  # the rates and knobs at an end; the lengths are the sentence before
+    only_lengths = {"tables": [], "choices": {"best shot": {"MS": shots["MS"]}}}
+    assert "ladder" not in bench.climbing([only_lengths, *runs])  # no rate or knob at an end: no second sentence
+    assert "ladder" not in bench.climbing(runs)  # nor in runs made before the one search
 
 
 def test_settings_take_a_length_and_refuse_one_that_is_not_a_whole_number_of_epochs():
