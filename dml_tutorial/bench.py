@@ -35,6 +35,7 @@ import pandas as pd
 
 from . import claims, clustering, dcdl, ecaml, evidence, experiment, grids, metrics, search, tables, train
 from . import noise as label_noise
+from .eps import SYMBOLS
 from .labels import label_tex
 from .objective import TERMS, objective
 from .settings import BenchSettings, CBSwRSettings, Settings
@@ -575,7 +576,7 @@ def climbing(runs: list[dict]) -> str:
         return ""
     ends = {row: {k: n for k, n in c.items() if k == "seeds" or k[0] != "epochs"}
             for row, c in search.edge_counts(runs).items()}
-    knobs = search.edges_text(ends) if any(len(c) > 1 for c in ends.values()) else ""
+    knobs = search.edges_text(ends, symbols=SYMBOLS) if any(len(c) > 1 for c in ends.values()) else ""
     return (f" In {capped_} of the {chosen} lengths chosen (seeds x rows) the best validation checkpoint was the "
             "last of the longest length tried: still climbing at the budget's end." + (f" {knobs}" if knobs else ""))
 

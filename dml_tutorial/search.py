@@ -286,26 +286,27 @@ def edge_counts(runs: list[dict]) -> dict:
     return {row: dict(counts) for row, counts in out.items()}
 
 
-def edges_text(counts: dict, label=str) -> str:
+def edges_text(counts: dict, label=str, symbols: dict | None = None) -> str:
     """:func:`edge_counts` as a sentence: for each end some row's choice sat at, the rows and on how many of their
-    seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.labels.label_tex`); the axes in their first
-    row's order. Says so where no choice sat at an end; ``""`` without counts."""
+    seeds (``label`` writes a row's name, e.g. :func:`dml_tutorial.labels.label_tex`; ``symbols`` a knob's, e.g.
+    ``{"lam": "λ"}``); the axes in their first row's order. Says so where no choice sat at an end; ``""`` without
+    counts."""
     if not counts:
         return ""
     found = list(dict.fromkeys(key for c in counts.values() for key in c if key != "seeds"))
     if not found:
         n = max(c["seeds"] for c in counts.values())
         return f"No row's choice sat at an end of its ladder ({n} seed{'s' * (n != 1)})."
-    parts = [f"{_end_name(*key)}: " + ", ".join(f"{label(row)} {c[key]} of {c['seeds']}"
+    parts = [f"{_end_name(*key, symbols or {})}: " + ", ".join(f"{label(row)} {c[key]} of {c['seeds']}"
                                                  for row, c in counts.items() if c.get(key)) for key in found]
     return "Seeds on which a row's choice sat at an end of its ladder (its best may lie beyond it): " + "; ".join(
         parts) + "."
 
 
-def _end_name(axis: str, end: str) -> str:
+def _end_name(axis: str, end: str, symbols: dict) -> str:
     if axis == "epochs":
         return "the longest length" if end == "top" else "the shortest length"
-    return f"the {'highest' if end == 'top' else 'lowest'} {'rate' if axis == 'lr' else axis}"
+    return f"the {'highest' if end == 'top' else 'lowest'} {'rate' if axis == 'lr' else symbols.get(axis, axis)}"
 
 
 def validation_split(splits, held_out: int = 2):

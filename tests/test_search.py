@@ -195,6 +195,7 @@ def test_the_ends_of_ladders_the_searches_stopped_at_are_counted_row_by_row_over
     assert search.edges_text(counts, label=str.lower) == (
         "Seeds on which a row's choice sat at an end of its ladder (its best may lie beyond it): the highest rate: cbs "
         "1 of 2; the lowest tau: cbs 1 of 2; the longest length: cbs 1 of 2.")
+    assert "the lowest τ: cbs 1 of 2" in search.edges_text(counts, label=str.lower, symbols={"tau": "τ"})
     assert search.edges_text(search.edge_counts(runs[1:])) == "No row's choice sat at an end of its ladder (1 seed)."
     assert search.edge_counts(runs[2:]) == {} and search.edges_text({}) == ""
 
