@@ -256,7 +256,8 @@ def search_rule(cfg, name: str) -> search.Search | None:
         knob = search.Axis(m.knob, m.ladder or m.values, m.values[:1], 0.0 if m.knob in TERMS else None)
     lengths, every = ((cfg.search_lengths, cfg.search_every) if m.supervised else
                       (cfg.unsup_search_lengths, cfg.unsup_search_every))
-    return search.Search("MAP@R", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), lengths, knob, every)
+    return search.Search("MAP@R", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), lengths, knob, every,
+                         patience=cfg.search_patience)
 
 
 def _row_spec(cfg, row: str, seed: int) -> RunSpec:

@@ -504,7 +504,7 @@ def search_rule(cfg, method: str) -> search.Search | None:
     knob = {"tau": lambda: search.Axis("tau", cfg.tau_ladder, (cfg.tau,)),
             "gamma": lambda: search.Axis("gamma", cfg.gamma_ladder, (GAMMA,), off=0.0)}.get(KNOBS[method])
     return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths,
-                         knob() if knob else None, cfg.search_every)
+                         knob() if knob else None, cfg.search_every, patience=cfg.search_patience)
 
 
 def best_shots(cfg, seed: int, run) -> dict:

@@ -323,7 +323,7 @@ def search_rule(cfg) -> search.Search | None:
     if not cfg.search_lrs:
         return None
     return search.Search("probe accuracy", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start),
-                         cfg.search_lengths, every=cfg.search_every)
+                         cfg.search_lengths, every=cfg.search_every, patience=cfg.search_patience)
 
 
 def _row_spec(cfg, row: str, seed: int) -> RunSpec:

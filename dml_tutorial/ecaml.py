@@ -262,7 +262,7 @@ def search_rule(cfg, local: str, variant: str | None) -> search.Search | None:
     knob = None if variant is None else search.Axis("lambda", tuple(paper * s for s in cfg.lambda_ladder),
                                                     (paper,), off=0.0)
     return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths, knob,
-                         cfg.search_every)
+                         cfg.search_every, patience=cfg.search_patience)
 
 
 def _arm_spec(cfg, row: str, seed: int) -> RunSpec:

@@ -580,7 +580,7 @@ def search_rule(cfg, name: str) -> search.Search | None:
         start = own if own is not None and np.isclose(own, values).any() else values[0]
         knob = search.Axis(knob_name, tuple(values), (start,))
     return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths, knob,
-                         cfg.search_every)
+                         cfg.search_every, patience=cfg.search_patience)
 
 
 #: Table 1's arms: the triplet loss without and with EPS.

@@ -81,7 +81,7 @@ def search_rule(cfg, arm: str) -> search.Search | None:
         betas = tuple(cfg.beta_candidates)
         knob = search.Axis("beta", betas, (BETA if np.isclose(BETA, betas).any() else betas[-1],))
     return search.Search("R@1", search.Axis("lr", cfg.search_lrs, cfg.search_lr_start), cfg.search_lengths, knob,
-                         cfg.search_every)
+                         cfg.search_every, patience=cfg.search_patience)
 
 
 def _noisy(rate: float):

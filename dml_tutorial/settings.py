@@ -157,8 +157,9 @@ class Settings:
     # the one best-shot search (dml_tutorial.search, issue #86), on held-out seen classes; () searches nothing
     search_lrs: tuple[float, ...] = ()  # the rate's ladder
     search_lr_start: tuple[float, ...] = ()  # the rates each search starts from (neighbouring rungs)
-    search_lengths: tuple[int, ...] = ()  # a trial's epochs, then longer while its best checkpoint is its last
+    search_lengths: tuple[int, ...] = ()  # a trial's epochs, then longer while its best checkpoint is in its last half
     search_every: int = 1  # epochs between a trial's checkpoints
+    search_patience: float = 0.5  # the last share of a trial where its best checkpoint counts as still rising
     # seeds and the machine
     n_seeds: int = 3
     threads: int | None = 2  # torch's CPU threads (None: torch's default)

@@ -89,6 +89,27 @@ def test_a_length_at_the_ladders_end_is_recorded_as_an_edge():
     assert [t["epochs"] for t in choice.trials] == [2, 2, 2, 4]  # 1e-3, then 3e-3 and 3e-4 flank it, then longer
 
 
+def _dipping(lr, tau, epoch):
+    """A curve rising to epoch 40 with a dip at every tenth epoch (a noisy checkpoint), best at rate 1e-3."""
+    return epoch / 100 - 0.05 * (epoch % 10 == 0) - abs(math.log10(lr / 1e-3))
+
+
+@pytest.mark.parametrize("patience, epochs", [(0.5, 38), (0.0, 8)])
+def test_a_dip_at_a_trials_last_checkpoint_does_not_end_the_lengthening(patience, epochs):
+    """Issue #86: the first rule went on only where a trial's last checkpoint was its best, so one noisy checkpoint
+    ended a still-rising curve (DCDL's clean rows stopped at 6-8 epochs). With patience 0.5 the search goes on while
+    the best lies in the trial's second half: here to the ladder's last length, its best the last undipped epoch."""
+    rule = search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(10, 20, 40), every=2, patience=patience)
+    choice = search.best_shot(_spec(), rule, Runner(_dipping))
+    assert choice.values == {"lr": 1e-3, "epochs": epochs}
+    assert max(t["epochs"] for t in choice.trials) == (40 if patience else 10)
+    peaked = search.best_shot(_spec(), rule, Runner(_peak(1e-3, 0.1, rising_until=4)))  # best in the first half
+    assert max(t["epochs"] for t in peaked.trials) == 10 and peaked.values["epochs"] == 4
+    assert search.rising({2: 0.1, 4: 0.3, 6: 0.2}, 6, 0.5) and not search.rising({2: 0.3, 4: 0.1, 6: 0.2}, 6, 0.5)
+    with pytest.raises(ValueError, match="patience"):
+        search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(2,), patience=1.0)
+
+
 def test_a_lengthened_trial_goes_on_from_the_shorter_one_where_the_runner_can():
     """With a runner that takes ``after`` and ``keep`` (experiment.run_one), the trials the search may lengthen
     keep their last state and each longer trial names the shorter one it goes on from; the choice is the same as
