@@ -17,7 +17,7 @@ trial scores its best checkpoint. The search
    ``lengths``, up to the ladder's last. With lengths that double, the last half is what the last doubling added:
    the search goes on while going on found a better checkpoint. ``patience`` 0 would go on only where the very last
    checkpoint is the best, which one noisy checkpoint stops (issue #86's first rule: on test bed II it stopped a
-   third of DCDL's clean rows after 6-8 epochs, their held-out accuracy 10-20 points below that of their
+   quarter of DCDL's clean rows after 6-8 epochs, their held-out accuracy 6-21 points below that of their
    neighbours trained to 30-40).
 
 Ties go to the first trial (the start's order: the paper's value first) and the shorter length. The
