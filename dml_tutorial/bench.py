@@ -578,8 +578,9 @@ def climbing(runs: list[dict]) -> str:
     ends = {row: {k: n for k, n in c.items() if k == "seeds" or k[0] != "epochs"}
             for row, c in search.edge_counts(runs).items()}
     knobs = search.edges_text(ends, symbols=SYMBOLS) if any(len(c) > 1 for c in ends.values()) else ""
-    return (f" In {capped_} of the {chosen} lengths chosen (seeds x rows) the best validation checkpoint was the "
-            "last of the longest length tried: still climbing at the budget's end." + (f" {knobs}" if knobs else ""))
+    return (f" In {capped_} of the {chosen} lengths chosen (seeds x rows) the search ended at its longest length "
+            "with the validation curve still rising: the budget chose the length, not the curve."
+            + (f" {knobs}" if knobs else ""))
 
 
 #: The search table of a bench run made before the one search (its rows ``"<name>, <knob> = <value>[, lr <rate>]"``).

@@ -105,7 +105,8 @@ class Search:
 class Choice:
     """What one row's search chose: ``values`` (``{"lr": ..., <knob>: ..., "epochs": ...}``), ``trials`` (every
     trial in the order made: its values and its curve ``{epoch: score}``), the ``ladders`` walked, and ``edges``,
-    the axes whose chosen value sits at an end of its ladder (``"epochs"``: the longest length was still best)."""
+    the axes whose chosen value sits at an end of its ladder (``"epochs"``: the trial at the longest length was
+    still rising, :func:`rising`, so the budget ended the lengthening, not the curve)."""
 
     values: dict
     trials: list
@@ -156,7 +157,7 @@ def best_shot(spec: RunSpec, rule: Search, run: Callable, vary: Callable | None 
     ladders = {"lr": list(rule.rate.ladder), **({knob.name: list(knob.ladder)} if knob else {}),
                "epochs": list(rule.lengths)}
     edges = [name for name, v in values.items() if name != "epochs" and _at_end(v, ladders[name])]
-    edges += ["epochs"] if length == rule.lengths[-1] else []
+    edges += ["epochs"] if longest == rule.lengths[-1] and rising(curves[(lr, value, longest)], longest, rule.patience) else []
     trials = [{"lr": k[0], **({knob.name: k[1]} if knob else {}), "epochs": k[2], "curve": c}
               for k, c in curves.items()]
     return Choice(values, trials, ladders, edges)
@@ -244,9 +245,10 @@ def _curve(run, metric: str) -> dict:
 
 
 def rising(curve: dict, epochs: int, patience: float) -> bool:
-    """Whether a trial of ``epochs`` epochs was still rising: its best checkpoint (:func:`_length`) lies in its
-    last ``patience`` share, ``(1 - patience) * epochs`` or later (0: only the last checkpoint)."""
-    return _length(curve) >= (1 - patience) * epochs
+    """Whether a trial of ``epochs`` epochs was still rising: its best checkpoint (:func:`_length`) is its last or
+    lies in its last ``patience`` share, after ``(1 - patience) * epochs`` (0: only the last checkpoint)."""
+    best = _length(curve)
+    return best == epochs or best > (1 - patience) * epochs
 
 
 def _length(curve: dict) -> int:
@@ -282,9 +284,10 @@ def describe(choice: Choice | dict) -> str:
 
 def ends(choice: Choice | dict) -> list[tuple[str, str]]:
     """``[(axis, "top" | "bottom")]``: which end of its ladder each of ``choice``'s :attr:`Choice.edges` sat at (a
-    length at an edge is the ladder's longest, its curve still rising when the budget ended)."""
+    length at an edge is always the top: the longest trial still rising when the budget ended)."""
     c = choice if isinstance(choice, Choice) else Choice(**choice)
-    return [(axis, "top" if np.isclose(c.values[axis], c.ladders[axis][-1]) else "bottom") for axis in c.edges]
+    return [(axis, "top" if axis == "epochs" or np.isclose(c.values[axis], c.ladders[axis][-1]) else "bottom")
+            for axis in c.edges]
 
 
 def edge_counts(runs: list[dict]) -> dict:

@@ -60,7 +60,8 @@ def test_the_walk_finds_the_brute_forces_best_point(lr0, tau0, rising):
     assert choice.values == {"lr": lr, "tau": tau, "epochs": epochs}
     assert len(runner.specs) == len(choice.trials) < len(RATES) * len(TAUS)  # no trial twice, fewer than a grid
     expected_edges = [n for n, v, ladder in (("lr", lr, RATES), ("tau", tau, TAUS)) if v in (ladder[0], ladder[-1])]
-    assert choice.edges == expected_edges + (["epochs"] if epochs == 16 else [])
+    # a best past epoch 8 lies in the second half of the 16-epoch trial: the ladder's end stopped the lengthening
+    assert choice.edges == expected_edges + (["epochs"] if epochs > 8 else [])
     assert choice.ladders == {"lr": list(RATES), "tau": list(TAUS), "epochs": [4, 8, 16]}
 
 
@@ -103,9 +104,12 @@ def test_a_dip_at_a_trials_last_checkpoint_does_not_end_the_lengthening(patience
     choice = search.best_shot(_spec(), rule, Runner(_dipping))
     assert choice.values == {"lr": 1e-3, "epochs": epochs}
     assert max(t["epochs"] for t in choice.trials) == (40 if patience else 10)
+    # at the longest length, its best checkpoint (38) still in the second half: the budget ended it, an edge
+    assert search.ends(choice) == ([("epochs", "top")] if patience else [])
     peaked = search.best_shot(_spec(), rule, Runner(_peak(1e-3, 0.1, rising_until=4)))  # best in the first half
     assert max(t["epochs"] for t in peaked.trials) == 10 and peaked.values["epochs"] == 4
     assert search.rising({2: 0.1, 4: 0.3, 6: 0.2}, 6, 0.5) and not search.rising({2: 0.3, 4: 0.1, 6: 0.2}, 6, 0.5)
+    assert not search.rising({1: 0.5, 2: 0.5}, 2, 0.5) and search.rising({1: 0.4, 2: 0.5}, 2, 0.0)  # a tie: the first
     with pytest.raises(ValueError, match="patience"):
         search.Search("R@1", search.Axis("lr", RATES, (1e-3,)), lengths=(2,), patience=1.0)
 
